@@ -1,0 +1,522 @@
+"""config.yaml and the bundled presets: where they live, how they merge, and what makes them wrong.
+
+Loading is tolerant where a config written for another tool would be (unknown top-level sections,
+provider names nobody defined yet: those only fail when a call is made) and strict where a user
+would want to know at once (bad YAML, incomplete presets, misspelt keys), always naming the file,
+the line and the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+
+from .yaml_positions import PositionedDict, PositionedList, YamlSyntaxError, load_yaml
+
+APP_NAME = "moa-chat"
+HOME_ENV = "MOA_CHAT_HOME"
+DEFAULT_MAX_WORKERS = 8
+DEFAULT_MAX_ITERATIONS = 10
+FANOUT_MODES = ("user_turn", "per_iteration")
+BUNDLED_PREFIX = "presets/"
+
+SLOT_KEYS = ("provider", "model", "temperature", "max_tokens", "reasoning_effort", "timeout", "extra_body", "enabled")
+PRESET_KEYS = (
+    "description",
+    "reference_models",
+    "aggregator",
+    "reference_temperature",
+    "aggregator_temperature",
+    "reference_timeout",
+    "max_workers",
+    "tools",
+    "fanout",
+    "max_iterations",
+)
+PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries")
+MCP_SERVER_KEYS = ("command", "args", "env", "cwd")
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased for the person who has to fix it."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
+        self.message, self.path, self.line = message, str(path) if path else None, line
+        where = f"{self.path}:{line}: " if self.path and line else f"{self.path}: " if self.path else ""
+        super().__init__(f"{where}{message}")
+
+
+class UnknownPresetError(ConfigError):
+    pass
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def config_home() -> Path:
+    """The folder holding config.yaml: $MOA_CHAT_HOME, else the platform's user config folder."""
+    home = os.environ.get(HOME_ENV)
+    return Path(home).expanduser() if home else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_home() -> Path:
+    """The folder for the session database, traces and settings: $MOA_CHAT_HOME, else user data."""
+    home = os.environ.get(HOME_ENV)
+    return Path(home).expanduser() if home else Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def default_config_path() -> Path:
+    return config_home() / "config.yaml"
+
+
+# --------------------------------------------------------------------------- typed config
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One model seat in a preset: a reference or the aggregator. Unset values are never sent."""
+
+    provider: str
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    timeout: float | None = None
+    extra_body: dict[str, Any] | None = None
+    enabled: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    reference_models: tuple[Slot, ...]
+    aggregator: Slot
+    description: str = ""
+    reference_temperature: float | None = None
+    aggregator_temperature: float | None = None
+    reference_timeout: float | None = None
+    max_workers: int = DEFAULT_MAX_WORKERS
+    tools: tuple[str, ...] | None = None  # None: the global `tools:` setting applies
+    fanout: Literal["user_turn", "per_iteration"] = "user_turn"
+    max_iterations: int | None = None
+    source: str = ""
+
+    @property
+    def references(self) -> tuple[Slot, ...]:
+        """The references that take part in a turn (enabled ones), in preset order."""
+        return tuple(slot for slot in self.reference_models if slot.enabled)
+
+    @property
+    def providers(self) -> set[str]:
+        return {slot.provider for slot in (*self.references, self.aggregator)}
+
+    @property
+    def bundled(self) -> bool:
+        return self.source.startswith(BUNDLED_PREFIX)
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """An OpenAI-compatible endpoint. Keys never live here, only the name of the variable holding one."""
+
+    name: str
+    base_url: str | None
+    api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    max_retries: int | None = None
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass
+class Config:
+    path: Path | None
+    presets: dict[str, Preset]
+    providers: dict[str, ProviderConfig]
+    default_preset: str | None = None
+    keymap: dict[str, str] = field(default_factory=dict)
+    tools: tuple[str, ...] | None = None  # None: the built-in default set
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+
+    def preset(self, name: str) -> Preset:
+        try:
+            return self.presets[name]
+        except KeyError:
+            raise UnknownPresetError(
+                f"unknown preset {name!r}{_did_you_mean(name, self.presets)}; "
+                f"available presets: {', '.join(sorted(self.presets))}"
+            ) from None
+
+
+# --------------------------------------------------------------------------- loading
+
+_cache_lock = threading.Lock()
+_cache: dict[Path | None, tuple[tuple[float, ...], Config]] = {}
+
+
+def load_config(path: Path | str | None = None) -> Config:
+    """Load config.yaml (default: in $MOA_CHAT_HOME) merged over the bundled presets.
+
+    A missing default file is fine (the bundled presets and providers apply); a missing file the
+    user named explicitly is an error. Results are cached until a file changes.
+    """
+    explicit = path is not None
+    config_path = Path(path).expanduser() if explicit else default_config_path()
+    stamp = _stamp(config_path)
+    with _cache_lock:
+        cached = _cache.get(config_path)
+        if cached and cached[0] == stamp:
+            return cached[1]
+    if not config_path.exists():
+        if explicit:
+            raise ConfigError(f"config file not found: {config_path}")
+        raw: Any = PositionedDict()
+    else:
+        try:
+            text = config_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file: {exc.strerror}", path=config_path) from exc
+        raw = _parse(text, config_path)
+    config = _build_config(raw if raw is not None else PositionedDict(), config_path)
+    with _cache_lock:
+        _cache[config_path] = (stamp, config)
+    return config
+
+
+def load_config_text(text: str, path: str = "<config>") -> Config:
+    """Build a Config from YAML text (used by tests and `--config -`-style callers)."""
+    raw = _parse(text, path)
+    return _build_config(raw if raw is not None else PositionedDict(), Path(path))
+
+
+def _stamp(path: Path) -> tuple[float, ...]:
+    try:
+        st = path.stat()
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return (-1,)
+
+
+def _parse(text: str, path: Path | str) -> Any:
+    try:
+        return load_yaml(text, path)
+    except YamlSyntaxError as exc:
+        raise ConfigError(f"invalid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
+                          if exc.line else f"invalid YAML: {exc.problem}", path=path, line=exc.line) from exc
+
+
+def bundled_presets() -> dict[str, Preset]:
+    """The presets shipped in presets/*.yaml, one per file, named after the file."""
+    presets: dict[str, Preset] = {}
+    folder = files("moa_chat.presets")
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        name = entry.name.removesuffix(".yaml")
+        source = f"{BUNDLED_PREFIX}{entry.name}"
+        raw = _parse(entry.read_text(encoding="utf-8"), source)
+        ctx = _Context(source)
+        presets[name] = _parse_preset(name, raw, ctx)
+    return presets
+
+
+def _build_config(raw: Any, path: Path) -> Config:
+    from .providers import BUILTIN_PROVIDERS
+
+    ctx = _Context(path)
+    if not isinstance(raw, dict):
+        raise ctx.error(None, "the file must hold a mapping of sections (moa:, providers:, ...)", raw)
+
+    providers = dict(BUILTIN_PROVIDERS)
+    raw_providers = raw.get("providers")
+    if raw_providers is not None:
+        ctx.expect_mapping(raw_providers, "providers", raw, "providers")
+        for name, body in raw_providers.items():
+            providers[name] = _parse_provider(str(name), body, providers.get(name), ctx, raw_providers)
+
+    presets = bundled_presets()
+    default_preset = None
+    moa = raw.get("moa")
+    if moa is not None:
+        ctx.expect_mapping(moa, "moa", raw, "moa")
+        user_presets = moa.get("presets")
+        if user_presets is not None:
+            ctx.expect_mapping(user_presets, "moa.presets", moa, "presets")
+            for name, body in user_presets.items():
+                presets[str(name)] = _parse_preset(str(name), body, ctx, parent=user_presets)
+        default_preset = moa.get("default_preset")
+        if default_preset is not None and not isinstance(default_preset, str):
+            raise ctx.error(moa, "moa.default_preset must be a preset name", "default_preset")
+
+    _check_no_recursion(presets, providers, ctx)
+
+    keymap = raw.get("keymap") or {}
+    if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
+        raise ctx.error(raw, "keymap must map binding ids to keys, e.g. `switch_preset: f5`", "keymap")
+
+    tools = _parse_tools(raw.get("tools"), ctx, raw, "tools")
+    max_iterations = raw.get("max_iterations", DEFAULT_MAX_ITERATIONS)
+    ctx.expect_int(max_iterations, raw, "max_iterations", minimum=1)
+
+    mcp_servers: dict[str, McpServerConfig] = {}
+    raw_mcp = raw.get("mcp_servers")
+    if raw_mcp is not None:
+        ctx.expect_mapping(raw_mcp, "mcp_servers", raw, "mcp_servers")
+        for name, body in raw_mcp.items():
+            mcp_servers[str(name)] = _parse_mcp_server(str(name), body, ctx, raw_mcp)
+
+    return Config(
+        path=path,
+        presets=presets,
+        providers=providers,
+        default_preset=default_preset,
+        keymap={str(k): str(v) for k, v in keymap.items()},
+        tools=tools,
+        mcp_servers=mcp_servers,
+        max_iterations=max_iterations,
+    )
+
+
+class _Context:
+    """Where we are in which file, so every error can say file, line and key."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+
+    def error(self, parent: Any, message: str, key: Any = None) -> ConfigError:
+        line = None
+        if isinstance(parent, PositionedDict):
+            line = parent.line_of(key) if key is not None else parent.line
+        elif isinstance(parent, PositionedList):
+            line = parent.line_of(key) if isinstance(key, int) else parent.line
+        return ConfigError(message, path=self.path, line=line)
+
+    def expect_mapping(self, value: Any, what: str, parent: Any, key: Any) -> None:
+        if not isinstance(value, dict):
+            raise self.error(parent, f"{what} must be a mapping (key: value lines), not {_kind(value)}", key)
+
+    def check_keys(self, body: dict, allowed: Iterable[str], what: str) -> None:
+        allowed = tuple(allowed)
+        for key in body:
+            if key not in allowed:
+                raise self.error(
+                    body, f"{what}: unknown key {key!r}{_did_you_mean(str(key), allowed)}; "
+                    f"known keys: {', '.join(allowed)}", key,
+                )
+
+    def expect_number(self, value: Any, parent: Any, key: str, what: str, *, minimum: float = 0.0,
+                      maximum: float | None = None) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or (
+            maximum is not None and value > maximum
+        ):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f"a number >= {minimum}"
+            raise self.error(parent, f"{what}: {key} must be {bound}, not {value!r}", key)
+
+    def expect_int(self, value: Any, parent: Any, key: str, what: str = "", *, minimum: int = 1) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            prefix = f"{what}: " if what else ""
+            raise self.error(parent, f"{prefix}{key} must be a whole number >= {minimum}, not {value!r}", key)
+
+
+def _parse_slot(body: Any, ctx: _Context, what: str, parent: Any, key: Any) -> Slot:
+    if not isinstance(body, dict):
+        raise ctx.error(parent, f"{what} must be a mapping with provider: and model:, not {_kind(body)}", key)
+    ctx.check_keys(body, SLOT_KEYS, what)
+    for required in ("provider", "model"):
+        value = body.get(required)
+        if not isinstance(value, str) or not value.strip():
+            raise ctx.error(body, f"{what} is incomplete: it needs {required}: (a non-empty string)",
+                            required if required in body else None)
+    ctx.expect_number(body.get("temperature"), body, "temperature", what, maximum=2.0)
+    ctx.expect_int(body.get("max_tokens"), body, "max_tokens", what)
+    ctx.expect_number(body.get("timeout"), body, "timeout", what, minimum=0.001)
+    extra_body = body.get("extra_body")
+    if extra_body is not None and not isinstance(extra_body, dict):
+        raise ctx.error(body, f"{what}: extra_body must be a mapping", "extra_body")
+    effort = body.get("reasoning_effort")
+    if effort is not None and not isinstance(effort, str):
+        raise ctx.error(body, f"{what}: reasoning_effort must be a string such as low, medium or high",
+                        "reasoning_effort")
+    enabled = body.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ctx.error(body, f"{what}: enabled must be true or false", "enabled")
+    return Slot(
+        provider=body["provider"].strip(),
+        model=body["model"].strip(),
+        temperature=body.get("temperature"),
+        max_tokens=body.get("max_tokens"),
+        reasoning_effort=effort,
+        timeout=body.get("timeout"),
+        extra_body=_plain(extra_body) if extra_body is not None else None,
+        enabled=enabled,
+    )
+
+
+def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Preset:
+    what = f"preset {name!r}"
+    if not isinstance(body, dict):
+        raise ctx.error(parent, f"{what} must be a mapping with reference_models: and aggregator:", name)
+    ctx.check_keys(body, PRESET_KEYS, what)
+    refs = body.get("reference_models")
+    if not isinstance(refs, list) or not refs:
+        raise ctx.error(body, f"{what} needs reference_models: a list of at least one "
+                        "{provider, model} entry", "reference_models" if "reference_models" in body else None)
+    slots = tuple(
+        _parse_slot(item, ctx, f"{what} reference {i + 1}", refs, i) for i, item in enumerate(refs)
+    )
+    if "aggregator" not in body:
+        raise ctx.error(body, f"{what} needs an aggregator: with provider: and model:")
+    aggregator = _parse_slot(body["aggregator"], ctx, f"{what} aggregator", body, "aggregator")
+    ctx.expect_number(body.get("reference_temperature"), body, "reference_temperature", what, maximum=2.0)
+    ctx.expect_number(body.get("aggregator_temperature"), body, "aggregator_temperature", what, maximum=2.0)
+    ctx.expect_number(body.get("reference_timeout"), body, "reference_timeout", what, minimum=0.001)
+    max_workers = body.get("max_workers", DEFAULT_MAX_WORKERS)
+    ctx.expect_int(max_workers, body, "max_workers", what)
+    ctx.expect_int(body.get("max_iterations"), body, "max_iterations", what)
+    fanout = body.get("fanout", "user_turn")
+    if fanout not in FANOUT_MODES:
+        raise ctx.error(body, f"{what}: fanout must be one of {', '.join(FANOUT_MODES)}, not {fanout!r}", "fanout")
+    description = body.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.error(body, f"{what}: description must be text", "description")
+    return Preset(
+        name=name,
+        reference_models=slots,
+        aggregator=aggregator,
+        description=description.strip(),
+        reference_temperature=body.get("reference_temperature"),
+        aggregator_temperature=body.get("aggregator_temperature"),
+        reference_timeout=body.get("reference_timeout"),
+        max_workers=max_workers,
+        tools=_parse_tools(body.get("tools"), ctx, body, "tools") if "tools" in body else None,
+        fanout=fanout,
+        max_iterations=body.get("max_iterations"),
+        source=str(ctx.path),
+    )
+
+
+def _parse_tools(value: Any, ctx: _Context, parent: Any, key: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if value in ("none", False) or value == []:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ctx.error(parent, "tools must be a list of tool names (e.g. [read_file, list_directory]) or `none`", key)
+
+
+def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _Context,
+                    parent: Any) -> ProviderConfig:
+    what = f"provider {name!r}"
+    if not isinstance(body, dict):
+        raise ctx.error(parent, f"{what} must be a mapping with base_url: (and api_key_env: if it needs a key)",
+                        name)
+    if "api_key" in body:
+        raise ctx.error(body, f"{what}: keys never go in the config file; put the key in an environment "
+                        "variable and name that variable in api_key_env:", "api_key")
+    ctx.check_keys(body, PROVIDER_KEYS, what)
+    base_url = body.get("base_url", builtin.base_url if builtin else None)
+    bad_url = not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
+    if bad_url and (builtin is None or "base_url" in body):
+        raise ctx.error(body, f"{what} needs base_url: an http(s) URL such as http://localhost:8000/v1",
+                            "base_url" if "base_url" in body else None)
+    headers = body.get("headers", builtin.headers if builtin else {})
+    if not isinstance(headers, dict):
+        raise ctx.error(body, f"{what}: headers must be a mapping", "headers")
+    api_key_env = body.get("api_key_env", builtin.api_key_env if builtin else None)
+    if api_key_env is not None and not isinstance(api_key_env, str):
+        raise ctx.error(body, f"{what}: api_key_env must be the name of an environment variable", "api_key_env")
+    max_retries = body.get("max_retries", builtin.max_retries if builtin else None)
+    ctx.expect_int(max_retries, body, "max_retries", what, minimum=0)
+    return ProviderConfig(
+        name=name,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        headers={str(k): str(v) for k, v in headers.items()},
+        max_retries=max_retries,
+    )
+
+
+def _parse_mcp_server(name: str, body: Any, ctx: _Context, parent: Any) -> McpServerConfig:
+    what = f"MCP server {name!r}"
+    if not isinstance(body, dict):
+        raise ctx.error(parent, f"{what} must be a mapping with command: (and optional args:, env:)", name)
+    ctx.check_keys(body, MCP_SERVER_KEYS, what)
+    command = body.get("command")
+    if not isinstance(command, str) or not command:
+        raise ctx.error(body, f"{what} needs command: the program to start", "command" if "command" in body else None)
+    args = body.get("args", [])
+    if not isinstance(args, list):
+        raise ctx.error(body, f"{what}: args must be a list", "args")
+    env = body.get("env", {})
+    if not isinstance(env, dict):
+        raise ctx.error(body, f"{what}: env must be a mapping", "env")
+    return McpServerConfig(name=name, command=command, args=tuple(str(a) for a in args),
+                           env={str(k): str(v) for k, v in env.items()}, cwd=body.get("cwd"))
+
+
+def _check_no_recursion(presets: dict[str, Preset], providers: dict[str, ProviderConfig], ctx: _Context) -> None:
+    for preset in presets.values():
+        for slot_name, slot in (("aggregator", preset.aggregator),
+                                *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models))):
+            if slot.provider == "moa" or (slot.provider in presets and slot.provider not in providers):
+                raise ConfigError(
+                    f"preset {preset.name!r} {slot_name}: provider {slot.provider!r} is a MoA preset, not an "
+                    "endpoint; presets cannot nest — name an OpenAI-compatible provider instead",
+                    path=preset.source or ctx.path,
+                )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _plain(value: Any) -> Any:
+    """Positioned YAML containers back to plain dicts and lists (they are sent on the wire)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    return f"the value {value!r}"
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

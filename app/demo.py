@@ -1,0 +1,188 @@
+"""The offline `demo` provider: simulated models on a loopback server, so moa-chat works with no key.
+
+The models are deterministic and say plainly that they are simulated. References give short, distinct
+takes derived from the prompt, each at its own pace; the aggregator streams a synthesis that visibly
+draws on them, with a list and a code block, at a realistic few tens of tokens per second. Calls go
+through the same `call_llm` / `openai` SDK path as a real provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .guidance import message_text
+from .openai_server import OpenAICompatibleServer, Reply
+
+PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant
+GUIDANCE_MARK = "[Mixture-of-Agents guidance"
+
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can could do does for from had has have how i if in into is it its me my "
+    "of on or our should so that the their them then there these this to up was we what when where which "
+    "who why will with would you your please tell explain give show make about just than also any some "
+    "write create build get use need want help way best like know function code".split()
+)
+
+
+@dataclass(frozen=True)
+class _Persona:
+    model: str
+    delay: float  # seconds before the first token
+    piece_delay: float  # seconds between tokens
+    heading: str
+
+
+PERSONAS = (
+    _Persona("simulated-analyst", 0.55, 0.018, "Framing"),
+    _Persona("simulated-skeptic", 0.85, 0.022, "Watch out"),
+    _Persona("simulated-pragmatist", 1.15, 0.016, "Do this"),
+)
+AGGREGATOR = _Persona("simulated-synthesizer", 0.25, 0.028, "")
+MODELS = [p.model for p in (*PERSONAS, AGGREGATOR)]
+
+
+def _pace() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PACE_ENV, "1")))
+    except ValueError:
+        return 1.0
+
+
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def _keywords(prompt: str) -> list[str]:
+    words = re.findall(r"[A-Za-z][A-Za-z0-9_+#.-]*", prompt)
+    seen: list[str] = []
+    for word in words:
+        w = word.strip(".-").lower()
+        if len(w) > 2 and w not in _STOPWORDS and w not in seen:
+            seen.append(w)
+    return seen or ["the question"]
+
+
+def _quote(prompt: str, limit: int = 60) -> str:
+    flat = " ".join(prompt.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _identifier(keywords: list[str]) -> str:
+    name = "_".join(re.sub(r"[^a-z0-9]", "", k) for k in keywords[:2]).strip("_")
+    return name if name and not name[0].isdigit() else "solve"
+
+
+def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            text = message_text(message.get("content"))
+            if not text.startswith(GUIDANCE_MARK) and not text.startswith("[result of tool"):
+                return text
+    return ""
+
+
+def reference_take(model: str, prompt: str) -> str:
+    words = _keywords(prompt)
+    first, second = words[0], (words[1] if len(words) > 1 else words[0])
+    q = _quote(prompt)
+    variant = _digest(model + prompt) % 2
+    if model == "simulated-analyst":
+        return (
+            f"**Framing.** The heart of “{q}” is *{first}*; get that right and *{second}* follows. "
+            f"Split it into three parts: what {first} must achieve, the constraints around {second}, and "
+            + ("how you will know it worked." if variant else "what a good result looks like, measured.")
+        )
+    if model == "simulated-skeptic":
+        return (
+            f"**Watch out.** Answers about {first} tend to skip the edge cases: empty input, failure half-way "
+            f"through, and {second} behaving differently at scale. "
+            + ("Keep a way back — a test, a log, a rollback — before you commit."
+               if variant else "Decide up front what should happen when it goes wrong.")
+        )
+    return (
+        f"**Do this.** Build the smallest version of {first} that works end to end, prove it with one test, "
+        f"then improve {second} one measured step at a time. "
+        + ("Resist polishing before it runs." if variant else "Write down what you changed and why.")
+    )
+
+
+def _references_in(guidance: str) -> list[tuple[str, str]]:
+    """(label, first sentence) of each reference answer in a guidance message."""
+    found = []
+    for match in re.finditer(r"^### Reference \d+ — (.+?)\n\n(.+?)(?=\n### |\nUnavailable this turn|\Z)",
+                             guidance, re.S | re.M):
+        body = re.sub(r"\*\*[^*]+\*\*\s*", "", match.group(2).strip())
+        sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0]
+        found.append((match.group(1).strip(), sentence))
+    return found
+
+
+def synthesis(messages: list[dict[str, Any]]) -> str:
+    prompt = _last_user_prompt(messages)
+    guidance = next(
+        (message_text(m.get("content")) for m in reversed(messages)
+         if m.get("role") == "user" and message_text(m.get("content")).startswith(GUIDANCE_MARK)),
+        "",
+    )
+    words = _keywords(prompt)
+    topic = " ".join(words[:3])
+    refs = _references_in(guidance)
+    titles = ("Frame it", "Mind the edges", "Ship small")
+    lines = [
+        "*Simulated reply — the offline demo provider wrote this; no real model was called.*",
+        "",
+        f"Here is what the panel makes of **{topic}**:" if refs else
+        f"No advisor answered this time, so here is a direct take on **{topic}**:",
+        "",
+    ]
+    for n, (label, sentence) in enumerate(refs):
+        title = titles[n] if n < len(titles) else "Also"
+        lines.append(f"{n + 1}. **{title}** — {sentence} *({label.split(':', 1)[-1]})*")
+    if refs:
+        lines.append("")
+    ident = _identifier(words)
+    lines += [
+        "A first version to start from:",
+        "",
+        "```python",
+        f"def {ident}(items):",
+        f'    """The smallest working take on {topic}; measure before optimising."""',
+        "    if not items:",
+        "        return []  # the edge case worth a test",
+        "    return [item for item in items if item]",
+        "```",
+        "",
+        "Run it on one real example, then ask a follow-up: the panel keeps the whole conversation.",
+    ]
+    return "\n".join(lines)
+
+
+def respond(body: dict[str, Any]) -> Reply:
+    model = str(body.get("model", ""))
+    messages = body.get("messages") or []
+    pace = _pace()
+    if model == AGGREGATOR.model:
+        return Reply(text=synthesis(messages), delay=AGGREGATOR.delay * pace, piece_delay=AGGREGATOR.piece_delay * pace)
+    persona = next((p for p in PERSONAS if p.model == model), None)
+    if persona is None:
+        return Reply(status=404, error=f"the demo provider has no model {model!r}; it has: {', '.join(MODELS)}")
+    text = reference_take(model, _last_user_prompt(messages))
+    return Reply(text=text, delay=persona.delay * pace, piece_delay=persona.piece_delay * pace)
+
+
+_server: OpenAICompatibleServer | None = None
+_server_lock = threading.Lock()
+
+
+def demo_base_url() -> str:
+    """Start the demo server on a free loopback port (once per process) and return its base URL."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = OpenAICompatibleServer(respond, models=MODELS).start()
+        return _server.base_url

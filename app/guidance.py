@@ -1,0 +1,161 @@
+"""What the references see, and what the aggregator is told about their answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .events import ReferenceFinished
+
+ADVISOR_PROMPT = """\
+You are an advisor on a Mixture-of-Agents panel. Several advisors answer the same conversation; \
+another model, the acting model, reads all of your answers and then writes the reply the user sees \
+(it may also use tools).
+
+You cannot act. You have no tools: you cannot read files, run commands, browse or call anything, and \
+you must never claim or imply that you did. Where a tool call or its result appears in the \
+conversation, it was made by the acting model; you may reason about it.
+
+Give your best answer to the user's latest request: correct, concrete and concise. Point out \
+pitfalls, wrong assumptions and better approaches. If you are unsure, say so. Do not address the \
+acting model or describe this setup; just answer."""
+
+# Long tool results are cut to head and tail: references need their gist, not every byte.
+TOOL_RESULT_HEAD = 1500
+TOOL_RESULT_TAIL = 500
+CONTINUE_PROMPT = "(Continue from the conversation above: what should happen next?)"
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content, whether a string or a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if isinstance(part, dict):
+            if part.get("type") == "text":
+                parts.append(part.get("text", ""))
+            elif part.get("type") in ("image_url", "input_image"):
+                parts.append("[image]")
+        elif isinstance(part, str):
+            parts.append(part)
+    return "\n".join(parts)
+
+
+def cut_middle(text: str, head: int = TOOL_RESULT_HEAD, tail: int = TOOL_RESULT_TAIL) -> str:
+    if len(text) <= head + tail + 80:
+        return text
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n… [{omitted:,} characters omitted] …\n{text[-tail:]}"
+
+
+def _tool_calls_text(calls: Sequence[dict[str, Any]]) -> str:
+    lines = []
+    for call in calls:
+        function = call.get("function") or {}
+        lines.append(f"[called tool `{function.get('name', '?')}` with arguments {function.get('arguments', '{}')}]")
+    return "\n".join(lines)
+
+
+def reference_view(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as references see it.
+
+    The user's system prompt is left out (it is written for the acting model, tools and all); tool calls
+    and results become plain text (references receive no tool schemas, and providers reject tool
+    messages without them); consecutive turns of one role are merged (some chat templates insist on
+    alternation); the view always ends on a user turn.
+    """
+    view: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+
+    def add(role: str, text: str) -> None:
+        if not text.strip():
+            return
+        if view and view[-1]["role"] == role:
+            view[-1]["content"] += "\n\n" + text
+        else:
+            view.append({"role": role, "content": text})
+
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            continue
+        if role == "user":
+            add("user", message_text(message.get("content")))
+        elif role == "assistant":
+            calls = message.get("tool_calls") or []
+            for call in calls:
+                names[call.get("id", "")] = (call.get("function") or {}).get("name", "tool")
+            text = message_text(message.get("content"))
+            add("assistant", "\n".join(part for part in (text, _tool_calls_text(calls)) if part))
+        elif role == "tool":
+            name = names.get(message.get("tool_call_id", ""), message.get("name") or "tool")
+            add("user", f"[result of tool `{name}`]\n{cut_middle(message_text(message.get('content')))}")
+    if not view or view[-1]["role"] != "user":
+        add("user", CONTINUE_PROMPT)
+    return view
+
+
+def reference_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": ADVISOR_PROMPT}, *reference_view(messages)]
+
+
+def guidance_message(
+    results: Sequence[ReferenceFinished], *, predates_tools: bool = False
+) -> dict[str, Any]:
+    """The message placed after the history for the aggregator (after, so the prefix stays cacheable).
+
+    It is a user-role message because several servers (llama.cpp templates among them) reject a system
+    message anywhere but first.
+    """
+    answered = [r for r in results if r.status == "ok"]
+    unavailable = [r for r in results if r.status != "ok"]
+    lines = [
+        "[Mixture-of-Agents guidance — written by advisor models, not by the user]",
+        "",
+    ]
+    if answered:
+        lines += [
+            f"{len(answered)} advisor model{'s' if len(answered) != 1 else ''} read this conversation and "
+            "answered the latest request. They could not use tools or see anything beyond the conversation. "
+            "Weigh their answers: keep what is right, fix what is wrong, fill gaps. Then reply to the user "
+            "yourself, in your own voice, using tools where they help. Don't mention the advisors unless asked.",
+        ]
+    else:
+        lines += [
+            "No advisor answers are available for this turn: every reference model failed. Answer the user on "
+            "your own.",
+        ]
+    if predates_tools:
+        lines += [
+            "",
+            "Note: this guidance was written before the tool calls and results that follow the user's "
+            "request. Calls already made have finished — do not repeat them; use their results.",
+        ]
+    for result in answered:
+        lines += ["", f"### Reference {result.index + 1} — {result.label}", "", result.text.strip()]
+    if unavailable:
+        names = ", ".join(
+            f"Reference {r.index + 1} — {r.label} ({_STATUS_WORDS.get(r.status, r.status)})" for r in unavailable
+        )
+        lines += ["", f"Unavailable this turn: {names}."]
+    return {"role": "user", "content": "\n".join(lines)}
+
+
+_STATUS_WORDS = {"failed": "failed", "timeout": "timed out", "cancelled": "cancelled"}
+
+
+def turn_key(messages: Sequence[dict[str, Any]]) -> str | None:
+    """Identifies a user turn: the conversation up to and including its last user message."""
+    for position in range(len(messages) - 1, -1, -1):
+        if messages[position].get("role") == "user":
+            return json.dumps(list(messages[: position + 1]), sort_keys=True, default=str)
+    return None
+
+
+def continues_after_user(messages: Sequence[dict[str, Any]]) -> bool:
+    """True when the conversation goes on past its last user message (a tool-loop iteration)."""
+    return bool(messages) and messages[-1].get("role") != "user"

@@ -1,0 +1,294 @@
+"""A small OpenAI-compatible chat-completions server on loopback, scripted by a Python function.
+
+The offline `demo` provider runs on it, and the test suite uses it as the far end of the wire: real
+HTTP, real SSE (chunked, token by token, with a final usage chunk), tool-call deltas, HTTP errors,
+delays and dropped connections — all reached through the real `openai` SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ScriptedToolCall:
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass
+class Reply:
+    """How the server answers one request."""
+
+    text: str = ""
+    pieces: list[str] | None = None  # how to split `text` into streamed deltas (default: word by word)
+    tool_calls: list[ScriptedToolCall] = field(default_factory=list)
+    delay: float = 0.0  # before the response starts (time to first byte)
+    piece_delay: float = 0.0  # between streamed deltas
+    status: int = 200
+    error: str = "scripted error"  # the message of an HTTP error (status >= 400)
+    usage: dict[str, int] | None = None  # default: estimated from the request and the reply
+    argument_pieces: int = 4  # how many deltas each tool call's arguments are split into
+    repeat_call_identity: bool = False  # llama.cpp style: id and name in every tool-call delta
+    drop_after: int | None = None  # drop the connection after this many text deltas
+    finish_reason: str | None = None
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    received_at: float
+    finished_at: float | None = None
+    disconnected: bool = False
+    authorization: bool = False  # whether a bearer token came (never the token itself)
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model", ""))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+
+logger = logging.getLogger(__name__)
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+_WORDS = re.compile(r"\s*\S+|\s+")
+
+
+def split_words(text: str) -> list[str]:
+    return _WORDS.findall(text)
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class OpenAICompatibleServer:
+    def __init__(self, responder: Responder, *, host: str = "127.0.0.1", port: int = 0,
+                 models: list[str] | None = None) -> None:
+        self.responder = responder
+        self.models = models or []
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        handler = type("Handler", (_Handler,), {"owner": self})
+        self._httpd = _QuietServer((host, port), handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OpenAICompatibleServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="openai-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def requests_for(self, model: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.model == model]
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up (a cancelled stream, a closed keep-alive connection) are normal here, and the
+        # demo server runs under a full-screen app where a traceback on stderr would tear the screen.
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            logger.exception("demo/test server: error while handling a request from %s", client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: OpenAICompatibleServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the demo runs inside a full-screen app
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            data = [{"id": m, "object": "model", "owned_by": "moa-chat"} for m in self.owner.models]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_json(404, {"error": {"message": f"no route for GET {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route for POST {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as exc:
+            self._send_json(400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request"}})
+            return
+        record = RecordedRequest(
+            path=self.path, body=body, received_at=time.monotonic(),
+            authorization=self.headers.get("Authorization", "").startswith("Bearer "),
+        )
+        self.owner._record(record)
+        try:
+            reply = self.owner.responder(body)
+        except Exception as exc:  # a broken script should show up as a server error, not a hang
+            reply = Reply(status=500, error=f"responder failed: {type(exc).__name__}: {exc}")
+        try:
+            if reply.delay and self.owner._stopping.wait(reply.delay):
+                return
+            if reply.status >= 400:
+                self._send_json(reply.status, {"error": {"message": reply.error, "type": "scripted_error",
+                                                         "code": reply.status}})
+            elif body.get("stream"):
+                self._stream(body, reply, record)
+            else:
+                self._send_json(200, self._completion(body, reply))
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            record.disconnected = True
+        finally:
+            record.finished_at = time.monotonic()
+
+    # ------------------------------------------------------------------ responses
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        if reply.usage is not None:
+            return reply.usage
+        prompt = estimate_tokens(json.dumps(body.get("messages", [])))
+        completion = estimate_tokens(reply.text) + sum(estimate_tokens(c.arguments) + 2 for c in reply.tool_calls)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _finish_reason(self, reply: Reply) -> str:
+        return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _call_ids(self, reply: Reply) -> list[str]:
+        return [c.id or f"call_{self.owner.next_id():04d}" for c in reply.tool_calls]
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c, call_id in zip(reply.tool_calls, self._call_ids(reply), strict=True)
+            ]
+        return {
+            "id": f"chatcmpl-{self.owner.next_id()}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish_reason(reply)}],
+            "usage": self._usage(body, reply),
+        }
+
+    def _stream(self, body: dict[str, Any], reply: Reply, record: RecordedRequest) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        completion_id = f"chatcmpl-{self.owner.next_id()}"
+        model = body.get("model", "")
+
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> dict[str, Any]:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+            out: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": 0,
+                                   "model": model, "choices": choices}
+            if usage is not None:
+                out["usage"] = usage
+            return out
+
+        self._event(chunk({"role": "assistant", "content": ""}))
+        pieces = reply.pieces if reply.pieces is not None else split_words(reply.text)
+        for n, piece in enumerate(pieces):
+            if reply.drop_after is not None and n >= reply.drop_after:
+                self._drop()
+                record.disconnected = True
+                return
+            if n and reply.piece_delay and self.owner._stopping.wait(reply.piece_delay):
+                return
+            self._event(chunk({"content": piece}))
+        for index, (call, call_id) in enumerate(zip(reply.tool_calls, self._call_ids(reply), strict=True)):
+            identity = {"id": call_id, "type": "function"}
+            parts = _split_evenly(call.arguments, reply.argument_pieces)
+            self._event(chunk({"tool_calls": [{"index": index, **identity,
+                                               "function": {"name": call.name, "arguments": ""}}]}))
+            for part in parts:
+                if reply.piece_delay and self.owner._stopping.wait(reply.piece_delay):
+                    return
+                delta: dict[str, Any] = {"index": index, "function": {"arguments": part}}
+                if reply.repeat_call_identity:
+                    delta.update(identity)
+                    delta["function"]["name"] = call.name
+                self._event(chunk({"tool_calls": [delta]}))
+        self._event(chunk({}, finish=self._finish_reason(reply)))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event(chunk(None, usage=self._usage(body, reply)))
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")
+
+    def _event(self, payload: dict[str, Any]) -> None:
+        self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        """End the connection mid-body, as a crashed proxy would."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+
+
+def _split_evenly(text: str, parts: int) -> list[str]:
+    if not text:
+        return [""]
+    parts = max(1, min(parts, len(text)))
+    size = -(-len(text) // parts)
+    return [text[i : i + size] for i in range(0, len(text), size)]

@@ -1,0 +1,83 @@
+"""Which preset a session starts on when the user did not name one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Config, Preset
+from .providers import DEMO_PROVIDER, has_key, is_remote_keyed
+
+# Bundled presets worth starting on, best first, when their keys are set.
+PREFERENCE = ("frontier", "openai", "groq-fast", "together")
+DEMO_PRESET = "demo"
+
+
+@dataclass(frozen=True)
+class StartChoice:
+    preset: Preset
+    notice: str | None = None
+
+
+def choose_preset(config: Config, requested: str | None = None) -> Preset:
+    return choose_start(config, requested).preset
+
+
+def choose_start(config: Config, requested: str | None = None) -> StartChoice:
+    """--preset, else moa.default_preset, else a preset whose keys are set, else the offline demo."""
+    if requested:
+        return StartChoice(config.preset(requested))
+    if config.default_preset:
+        return StartChoice(config.preset(config.default_preset))
+    user_presets = [p for p in config.presets.values() if not p.bundled]
+    if user_presets:
+        return StartChoice(user_presets[0])
+    for name in PREFERENCE:
+        preset = config.presets.get(name)
+        if preset and all(has_key(p, config) for p in preset.providers) and any(
+            is_remote_keyed(p, config) for p in preset.providers
+        ):
+            return StartChoice(preset)
+    demo = config.preset(DEMO_PRESET)
+    hint = _key_hint(config)
+    return StartChoice(
+        demo,
+        "No API key found, so moa-chat starts on the offline demo preset (simulated models). "
+        f"To use real models: {hint}",
+    )
+
+
+def _key_hint(config: Config) -> str:
+    frontier = config.presets.get("frontier")
+    provider = next(iter(sorted(frontier.providers)), None) if frontier else None
+    spec = config.providers.get(provider or "")
+    if frontier and spec and spec.api_key_env and provider != DEMO_PROVIDER:
+        return f"export {spec.api_key_env}=... and run `moa-chat --preset frontier`."
+    return "set a provider's API key (e.g. OPENAI_API_KEY) and pick a preset with --preset."
+
+
+def missing_keys(config: Config, preset: Preset) -> dict[str, str]:
+    """Providers of the preset whose key variable is unset: {provider: ENV_VAR}."""
+    missing = {}
+    for name in sorted(preset.providers):
+        spec = config.providers.get(name)
+        if spec and spec.api_key_env and not has_key(name, config):
+            missing[name] = spec.api_key_env
+    return missing
+
+
+def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
+    """(error, warning) before a turn: a keyless aggregator is an error, keyless references a warning."""
+    missing = missing_keys(config, preset)
+    aggregator = preset.aggregator
+    if aggregator.provider in missing:
+        env = missing[aggregator.provider]
+        return (
+            f"preset {preset.name!r}: the aggregator {aggregator.label} needs an API key — set {env} "
+            f"(e.g. `export {env}=...`), or pick another preset (try `--preset demo`)",
+            None,
+        )
+    refs = [slot.label for slot in preset.references if slot.provider in missing]
+    if refs:
+        envs = ", ".join(sorted({missing[s.provider] for s in preset.references if s.provider in missing}))
+        return None, f"{', '.join(refs)} will be skipped: set {envs} to include them"
+    return None, None

@@ -1,0 +1,182 @@
+"""Turning a chat-completions stream (or a complete response) into text, tool calls and usage.
+
+Real servers differ in small ways this tolerates:
+- tool calls arrive as deltas keyed by `index`, arguments split across many chunks;
+- OpenAI sends a call's `id` and `name` once, llama.cpp's server repeats them in every delta;
+- some servers reuse index 0 for parallel calls, telling them apart only by a new `id`;
+- usage arrives in a final chunk with no choices (with stream_options.include_usage), or not at all;
+- reasoning models send `reasoning_content` / `reasoning` deltas beside the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import Usage
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> tuple[dict[str, Any] | None, str | None]:
+        """(arguments, None) or (None, a message for the model) when they are not a JSON object."""
+        text = self.arguments.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}): {text[:200]}"
+        if not isinstance(value, dict):
+            return None, f"the arguments must be a JSON object, not {type(value).__name__}"
+        return value, None
+
+    def as_message_part(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
+class _CallBuilder:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def args_text(self) -> str:
+        return "".join(self.arguments)
+
+    def looks_complete(self) -> bool:
+        try:
+            json.loads(self.args_text())
+        except ValueError:
+            return False
+        return True
+
+
+class StreamAssembler:
+    """Feed chunks in order; read `text`, `tool_calls()`, `usage` and `finish_reason` at the end."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[_CallBuilder] = []
+        self._by_index: dict[int, int] = {}  # stream index -> position in _calls
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self.chunks = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; return the answer text it added (may be empty)."""
+        self.chunks += 1
+        self.model = self.model or _get(chunk, "model")
+        usage = _get(chunk, "usage")
+        if usage is not None:
+            self.usage = Usage.from_sdk(usage) or self.usage
+        added = []
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            if delta is not None:
+                content = _get(delta, "content")
+                if content:
+                    added.append(content)
+                reasoning = _get(delta, "reasoning_content") or _get(delta, "reasoning")
+                if isinstance(reasoning, str) and reasoning:
+                    self._reasoning.append(reasoning)
+                for call_delta in _get(delta, "tool_calls") or ():
+                    self._feed_tool_call(call_delta)
+            finish = _get(choice, "finish_reason")
+            if finish:
+                self.finish_reason = finish
+        text = "".join(added)
+        if text:
+            self._text.append(text)
+        return text
+
+    def _feed_tool_call(self, delta: Any) -> None:
+        index = _get(delta, "index")
+        call_id = _get(delta, "id") or ""
+        function = _get(delta, "function")
+        name = _get(function, "name") or ""
+        args = _get(function, "arguments") or ""
+        if index is None:
+            # Servers that omit the index send calls one after another: continue the last one
+            # unless this delta starts a new call.
+            index = max(self._by_index, default=0)
+            if call_id and self._calls and self._calls[self._by_index[index]].id not in ("", call_id):
+                index += 1
+        builder = self._builder_for(index, call_id)
+        if call_id and not builder.id:
+            builder.id = call_id
+        if name:
+            if not builder.name or name.startswith(builder.name):
+                # Repeated (llama.cpp) or cumulative names replace; never concatenate a repeated name.
+                builder.name = name
+            elif not builder.name.endswith(name):
+                builder.name += name
+        if args:
+            builder.arguments.append(args)
+
+    def _builder_for(self, index: int, call_id: str) -> _CallBuilder:
+        position = self._by_index.get(index)
+        if position is not None:
+            current = self._calls[position]
+            if not (call_id and current.id and call_id != current.id and current.looks_complete()):
+                return current
+            # Same index, new id, previous call complete: a server that numbers every call 0.
+        builder = _CallBuilder()
+        self._calls.append(builder)
+        self._by_index[index] = len(self._calls) - 1
+        return builder
+
+    def tool_calls(self) -> list[ToolCall]:
+        calls = []
+        for n, builder in enumerate(self._calls):
+            if not builder.name and not builder.arguments:
+                continue
+            calls.append(ToolCall(id=builder.id or f"call_{n}", name=builder.name, arguments=builder.args_text()))
+        return calls
+
+    def feed_response(self, response: Any) -> str:
+        """Take a complete (non-streamed) response; return its text."""
+        self.model = _get(response, "model")
+        self.usage = Usage.from_sdk(_get(response, "usage"))
+        choices = _get(response, "choices") or ()
+        if not choices:
+            return ""
+        message = _get(choices[0], "message")
+        self.finish_reason = _get(choices[0], "finish_reason")
+        text = _get(message, "content") or ""
+        if text:
+            self._text.append(text)
+        for n, call in enumerate(_get(message, "tool_calls") or ()):
+            function = _get(call, "function")
+            self._calls.append(
+                _CallBuilder(id=_get(call, "id") or f"call_{n}", name=_get(function, "name") or "",
+                             arguments=[_get(function, "arguments") or ""])
+            )
+        return text
+
+
+def is_complete_response(result: Any) -> bool:
+    """A full chat.completion (has choices[0].message) rather than a chunk stream."""
+    choices = _get(result, "choices")
+    return bool(choices) and _get(choices[0], "message") is not None

@@ -1,0 +1,76 @@
+"""YAML loading that remembers where each key and item came from, so errors can name a line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class PositionedDict(dict):
+    """A mapping from YAML that knows the line of each of its keys (1-based)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class PositionedList(list):
+    """A sequence from YAML that knows the line of each of its items (1-based)."""
+
+    line: int = 0
+    item_lines: list[int]
+
+    def line_of(self, index: int) -> int:
+        return self.item_lines[index] if 0 <= index < len(self.item_lines) else self.line
+
+
+class _PositionLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _PositionLoader, node: yaml.MappingNode) -> PositionedDict:
+    loader.flatten_mapping(node)
+    result = PositionedDict()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_sequence(loader: _PositionLoader, node: yaml.SequenceNode) -> PositionedList:
+    result = PositionedList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+_PositionLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_PositionLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+class YamlSyntaxError(Exception):
+    def __init__(self, path: Path | str, line: int | None, column: int | None, problem: str) -> None:
+        self.path, self.line, self.column, self.problem = str(path), line, column, problem
+        where = f"{path}:{line}:{column}" if line is not None else str(path)
+        super().__init__(f"{where}: invalid YAML: {problem}")
+
+
+def load_yaml(text: str, path: Path | str) -> Any:
+    """Parse YAML text; syntax errors name the file, line and column."""
+    try:
+        return yaml.load(text, Loader=_PositionLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(part for part in (exc.context, exc.problem) if part) or "cannot parse"
+        if mark is None:
+            raise YamlSyntaxError(path, None, None, problem) from exc
+        raise YamlSyntaxError(path, mark.line + 1, mark.column + 1, problem) from exc
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(path, None, None, str(exc)) from exc

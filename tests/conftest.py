@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scripted_server import ScriptedServer
+
+_KEY_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "TOGETHER_API_KEY", "GROQ_API_KEY",
+             "DEEPSEEK_API_KEY", "MISTRAL_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No real keys, no user config: every test gets its own MOA_CHAT_HOME and an instant demo."""
+    for var in _KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    home = tmp_path / "moa-home"
+    home.mkdir()
+    monkeypatch.setenv("MOA_CHAT_HOME", str(home))
+    monkeypatch.setenv("MOA_CHAT_DEMO_PACE", "0")
+    return home
+
+
+@pytest.fixture
+def home(hermetic_env: Path) -> Path:
+    return hermetic_env
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ScriptedServer]:
+    server = ScriptedServer()
+    yield server
+    server.stop()
+
+
+WIRE_CONFIG = """
+providers:
+  wire:
+    base_url: {base_url}
+    max_retries: 0
+moa:
+  default_preset: wire
+  presets:
+    wire:
+      description: Three references and an aggregator on the test server
+      reference_models:
+        - provider: wire
+          model: ref-a
+        - provider: wire
+          model: ref-b
+        - provider: wire
+          model: ref-c
+      aggregator:
+        provider: wire
+        model: agg
+{extra}
+"""
+
+
+def write_config(home: Path, text: str) -> Path:
+    path = home / "config.yaml"
+    path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def wire_config(home: Path, llm_server: ScriptedServer):
+    """Writes a config whose `wire` preset talks to the test server; returns a loader taking extra YAML."""
+    from moa_chat.config import load_config
+
+    def make(extra: str = ""):
+        path = write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=textwrap.indent(
+            textwrap.dedent(extra).strip(), "      ") if extra else ""))
+        return load_config(path)
+
+    return make
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")

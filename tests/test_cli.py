@@ -1,0 +1,88 @@
+"""`moa-chat ask` and `moa-chat presets` as a user runs them: a real process, real stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import WIRE_CONFIG, write_config
+from moa_chat.openai_server import Reply
+
+
+def run(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "moa_chat", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ))
+
+
+def test_ask_demo_streams_only_the_reply_to_stdout(home):
+    result = run("ask", "How do I profile a Python program?", "--preset", "demo")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("*Simulated reply")
+    assert "```python" in result.stdout
+    assert "demo:simulated-analyst" not in result.stdout  # progress stays on stderr
+    assert "demo:simulated-analyst" in result.stderr and "✓" in result.stderr
+    assert "done in" in result.stderr
+
+
+def test_ask_without_a_key_falls_back_to_demo_and_says_so(home):
+    result = run("ask", "hello")
+    assert result.returncode == 0
+    assert "offline demo preset" in result.stderr and "OPENROUTER_API_KEY" in result.stderr
+
+
+def test_ask_reads_the_prompt_from_stdin(home, llm_server):
+    write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=""))
+    result = run("ask", "-", "-q", stdin="the prompt from a pipe\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok from agg\n" and result.stderr == ""
+    assert llm_server.requests_for("agg")[0].messages[0]["content"] == "the prompt from a pipe\n"
+
+
+def test_ask_json_reports_reply_references_and_usage(home, llm_server):
+    write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=""))
+    llm_server.script("ref-b", Reply(status=500, error="boom"))
+    result = run("ask", "q", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["reply"] == "ok from agg" and data["status"] == "ok" and data["preset"] == "wire"
+    assert [r["label"] for r in data["references"]] == ["wire:ref-a", "wire:ref-b", "wire:ref-c"]
+    assert [r["status"] for r in data["references"]] == ["ok", "failed", "ok"]
+    assert data["references"][0]["text"] == "ok from ref-a" and data["references"][0]["seconds"] >= 0
+    assert data["references"][0]["usage"]["total_tokens"] > 0
+    assert data["usage"]["total_tokens"] == (data["usage"]["references_total_tokens"]
+                                             + data["usage"]["aggregator_total_tokens"])
+
+
+def test_ask_exits_1_when_the_turn_fails(home, llm_server):
+    write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=""))
+    llm_server.script("agg", Reply(status=500, error="the model crashed"))
+    result = run("ask", "q")
+    assert result.returncode == 1
+    assert "wire:agg failed: HTTP 500: the model crashed" in result.stderr
+
+
+def test_usage_and_config_errors_exit_2_with_one_line(home):
+    result = run("ask", "q", "--preset", "nope")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "unknown preset 'nope'" in result.stderr
+    write_config(home, "moa: [unclosed\n")
+    result = run("ask", "q")
+    assert result.returncode == 2 and "invalid YAML at line" in result.stderr and "config.yaml" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_key_for_the_aggregator_names_the_variable(home):
+    result = run("ask", "q", "--preset", "frontier")
+    assert result.returncode == 2
+    assert "OPENROUTER_API_KEY" in result.stderr
+
+
+def test_presets_lists_models_and_marks_the_default(home):
+    result = run("presets")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("* demo") and "(default)" in line for line in lines)
+    assert "aggregator: demo:simulated-synthesizer" in result.stdout
+    assert "needs: OPENROUTER_API_KEY (not set)" in result.stdout

@@ -1,0 +1,274 @@
+"""Loading config.yaml: tolerant where the seed's is, strict (file, line, key) where a user needs to know."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_config
+from moa_chat.config import ConfigError, UnknownPresetError, bundled_presets, load_config
+from moa_chat.providers import BUILTIN_PROVIDERS
+from moa_chat.startup import choose_start
+
+SEED_CONFIG = """
+moa:
+  default_preset: review
+  presets:
+    review:
+      reference_models:
+        - provider: openai-codex
+          model: gpt-5.5
+      aggregator:
+        provider: openrouter
+        model: anthropic/claude-opus-4.8
+"""
+
+
+def test_seed_config_loads_with_unknown_provider(home):
+    config = load_config(write_config(home, SEED_CONFIG))
+    preset = config.preset("review")
+    assert config.default_preset == "review"
+    assert [s.label for s in preset.references] == ["openai-codex:gpt-5.5"]
+    assert preset.aggregator.label == "openrouter:anthropic/claude-opus-4.8"
+    assert preset.max_workers == 8
+
+
+def test_moa_chat_home_locates_config(home, tmp_path, monkeypatch):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    write_config(other, SEED_CONFIG)
+    monkeypatch.setenv("MOA_CHAT_HOME", str(other))
+    assert load_config().path == other / "config.yaml"
+    assert "review" in load_config().presets
+
+
+def test_missing_default_config_is_fine_but_explicit_missing_file_is_an_error(home, tmp_path):
+    assert "demo" in load_config().presets
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_bundled_presets_are_complete_and_named_after_their_files():
+    presets = bundled_presets()
+    assert {"demo", "frontier", "groq-fast", "local", "openai"} <= set(presets)
+    for name, preset in presets.items():
+        assert preset.name == name
+        assert preset.description
+        assert preset.references
+        assert preset.source == f"presets/{name}.yaml"
+        assert preset.providers <= set(BUILTIN_PROVIDERS)
+
+
+def test_user_presets_add_to_bundled_and_win_on_a_clash(home):
+    config = load_config(write_config(home, """
+        moa:
+          presets:
+            demo:
+              description: my own demo
+              reference_models:
+                - {provider: ollama, model: llama3.2}
+              aggregator: {provider: ollama, model: qwen2.5}
+            mine:
+              reference_models:
+                - {provider: groq, model: llama-3.3-70b-versatile}
+              aggregator: {provider: groq, model: openai/gpt-oss-120b}
+    """))
+    assert config.preset("demo").description == "my own demo"
+    assert "frontier" in config.presets and "mine" in config.presets
+
+
+def test_slot_options_parse_and_unset_ones_stay_none(home):
+    config = load_config(write_config(home, """
+        moa:
+          presets:
+            tuned:
+              reference_temperature: 0.4
+              reference_timeout: 20
+              max_workers: 2
+              reference_models:
+                - provider: openai
+                  model: gpt-4.1-mini
+                  temperature: 0.9
+                  max_tokens: 400
+                  reasoning_effort: low
+                  timeout: 15
+                  extra_body: {top_k: 20}
+                - provider: openai
+                  model: gpt-4o-mini
+                  enabled: false
+              aggregator:
+                provider: openai
+                model: gpt-4.1
+    """))
+    preset = config.preset("tuned")
+    first = preset.reference_models[0]
+    assert (first.temperature, first.max_tokens, first.reasoning_effort, first.timeout) == (0.9, 400, "low", 15)
+    assert first.extra_body == {"top_k": 20} and type(first.extra_body) is dict
+    assert [s.model for s in preset.references] == ["gpt-4.1-mini"]  # the disabled one sits out
+    assert preset.aggregator.temperature is None and preset.aggregator.max_tokens is None
+    assert (preset.reference_temperature, preset.reference_timeout, preset.max_workers) == (0.4, 20, 2)
+
+
+def test_invalid_yaml_names_file_line_and_column(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            broken:
+              reference_models: [
+              aggregator: {provider: openai
+    """)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "invalid YAML at line" in message and "column" in message
+    assert info.value.line is not None and info.value.line >= 4
+
+
+def test_reference_without_model_names_preset_slot_and_line(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            review:
+              reference_models:
+                - provider: openai
+                  model: gpt-4.1-mini
+                - provider: openrouter
+              aggregator:
+                provider: openai
+                model: gpt-4.1
+    """)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "preset 'review' reference 2 is incomplete" in str(info.value)
+    assert "model" in str(info.value)
+    assert f"{path}:7:" in str(info.value)
+
+
+def test_preset_without_aggregator_is_named(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            lonely:
+              reference_models:
+                - {provider: openai, model: gpt-4.1-mini}
+    """)
+    with pytest.raises(ConfigError, match=r"preset 'lonely' needs an aggregator"):
+        load_config(path)
+
+
+def test_aggregator_without_provider_is_named(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            half:
+              reference_models:
+                - {provider: openai, model: gpt-4.1-mini}
+              aggregator:
+                model: gpt-4.1
+    """)
+    with pytest.raises(ConfigError, match=r"preset 'half' aggregator is incomplete: it needs provider"):
+        load_config(path)
+
+
+def test_misspelt_key_is_named_with_a_suggestion_and_line(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            review:
+              reference_models:
+                - provider: openai
+                  model: gpt-4.1-mini
+                  temprature: 0.2
+              aggregator: {provider: openai, model: gpt-4.1}
+    """)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "unknown key 'temprature'" in str(info.value)
+    assert "did you mean 'temperature'" in str(info.value)
+    assert f"{path}:7:" in str(info.value)
+
+
+def test_out_of_range_value_names_the_key(home):
+    path = write_config(home, """
+        moa:
+          presets:
+            hot:
+              reference_models:
+                - {provider: openai, model: gpt-4.1-mini, temperature: 7}
+              aggregator: {provider: openai, model: gpt-4.1}
+    """)
+    with pytest.raises(ConfigError, match=r"temperature must be between 0.0 and 2.0, not 7"):
+        load_config(path)
+
+
+def test_unknown_preset_lists_available_ones_and_never_switches(home):
+    config = load_config(write_config(home, SEED_CONFIG))
+    with pytest.raises(UnknownPresetError) as info:
+        config.preset("reveiw")
+    message = str(info.value)
+    assert "unknown preset 'reveiw'" in message and "did you mean 'review'" in message
+    assert "review" in message and "demo" in message
+    with pytest.raises(UnknownPresetError):
+        choose_start(config, "reveiw")
+
+
+def test_unknown_default_preset_is_an_error_too(home):
+    config = load_config(write_config(home, "moa:\n  default_preset: nothing-here\n"))
+    with pytest.raises(UnknownPresetError, match="available presets"):
+        choose_start(config)
+
+
+@pytest.mark.parametrize("provider", ["review", "moa"])
+def test_a_preset_cannot_use_a_preset_as_a_provider(home, provider):
+    path = write_config(home, f"""
+        moa:
+          presets:
+            review:
+              reference_models:
+                - {{provider: openai, model: gpt-4.1-mini}}
+              aggregator: {{provider: openai, model: gpt-4.1}}
+            nested:
+              reference_models:
+                - {{provider: openai, model: gpt-4.1-mini}}
+              aggregator: {{provider: {provider}, model: anything}}
+    """)
+    with pytest.raises(ConfigError, match=r"preset 'nested' aggregator: provider '\w+' is a MoA preset"):
+        load_config(path)
+
+
+def test_custom_provider_needs_base_url_and_keys_never_live_in_the_file(home):
+    with pytest.raises(ConfigError, match=r"provider 'mine' needs base_url"):
+        load_config(write_config(home, "providers:\n  mine:\n    api_key_env: MINE_KEY\n"))
+    with pytest.raises(ConfigError, match=r"keys never go in the config file"):
+        load_config(write_config(home, "providers:\n  mine:\n    base_url: http://x/v1\n    api_key: sk-123\n"))
+
+
+def test_builtin_providers_can_be_overridden_by_name(home):
+    config = load_config(write_config(home, """
+        providers:
+          ollama:
+            base_url: http://gpu-box:11434/v1
+          vllm:
+            base_url: http://localhost:8000/v1
+            api_key_env: VLLM_KEY
+            headers: {X-Team: research}
+    """))
+    assert config.providers["ollama"].base_url == "http://gpu-box:11434/v1"
+    assert config.providers["vllm"].headers == {"X-Team": "research"}
+    assert config.providers["openrouter"].api_key_env == "OPENROUTER_API_KEY"
+
+
+def test_start_preset_is_demo_with_a_notice_when_no_key_is_set(home):
+    choice = choose_start(load_config())
+    assert choice.preset.name == "demo"
+    assert choice.notice and "demo" in choice.notice and "OPENROUTER_API_KEY" in choice.notice
+
+
+def test_start_preset_uses_a_hosted_preset_when_its_key_is_set(home, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
+    choice = choose_start(load_config())
+    assert choice.preset.name == "frontier" and choice.notice is None
+
+
+def test_explicit_preset_wins_over_everything(home, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
+    assert choose_start(load_config(), "local").preset.name == "local"
