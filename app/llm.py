@@ -6,6 +6,8 @@ validation; `stream`, `stream_options` and `timeout` reach the request only when
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from typing import Any
 
@@ -130,6 +132,24 @@ def call_llm(
     if stream:
         return response
     return _validate_llm_response(response, task=task, provider=provider, model=model)
+
+
+def close_stream(stream: Any) -> None:
+    """Close an SDK stream at once, even while another thread is blocked reading it.
+
+    Closing the response alone leaves a blocked read waiting for the server's next byte (measured: the
+    full 10 s of a silent stream); shutting the socket down wakes that read immediately.
+    """
+    response = getattr(stream, "response", None)
+    extensions = getattr(response, "extensions", None) or {}
+    network = extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
 
 
 def describe_error(exc: BaseException) -> str:

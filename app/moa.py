@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 import openai
 
+from . import clock
 from .cancel import Cancelled, CancelToken
 from .config import Config, Preset, Slot, load_config
 from .events import (
@@ -29,7 +29,7 @@ from .events import (
     emit,
 )
 from .guidance import continues_after_user, guidance_message, reference_messages, turn_key
-from .llm import LLMCallError, call_llm, describe_error
+from .llm import LLMCallError, call_llm, close_stream, describe_error
 from .stream import StreamAssembler, is_complete_response
 
 PROGRESS_INTERVAL = 0.25  # seconds between progress events of one reference
@@ -166,7 +166,7 @@ class _Reference:
     close: Any = None
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started_at if self.started_at is not None else 0.0
+        return clock.monotonic() - self.started_at if self.started_at is not None else 0.0
 
     def first_token_seconds(self) -> float | None:
         if self.first_token_at is None or self.started_at is None:
@@ -259,7 +259,7 @@ class _FanOut:
         """Runs in a pool thread: one reference's streamed answer."""
         if self.cancel.cancelled:
             return None
-        ref.started_at = time.monotonic()
+        ref.started_at = clock.monotonic()
         emit(self.observer, ReferenceStarted(ref.index, ref.slot.label))
         preset = self.engine.preset
         request: dict[str, Any] = {
@@ -280,17 +280,18 @@ class _FanOut:
             # A substituted call_llm (or a server that ignores stream=True) may answer in one piece.
             assembler.feed_response(result)
             return assembler
-        close = getattr(result, "close", None)
+        def close() -> None:
+            close_stream(result)
+
         with self._lock:
             ref.close = close
-        guard = self.cancel.closing(close) if close is not None else contextlib.nullcontext()
         last_progress = 0.0
-        with guard:
+        with self.cancel.closing(close):
             for chunk in result:
                 if ref.result is not None:  # timed out or cancelled meanwhile
                     break
                 if assembler.feed(chunk):
-                    now = time.monotonic()
+                    now = clock.monotonic()
                     if ref.first_token_at is None:
                         ref.first_token_at = now
                     if now - last_progress >= PROGRESS_INTERVAL:

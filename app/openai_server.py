@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import re
+import select
 import socket
 import sys
 import threading
@@ -44,6 +45,8 @@ class Reply:
     argument_pieces: int = 4  # how many deltas each tool call's arguments are split into
     repeat_call_identity: bool = False  # llama.cpp style: id and name in every tool-call delta
     drop_after: int | None = None  # drop the connection after this many text deltas
+    pause_after: int | None = None  # after this many text deltas, go quiet for `pause` seconds
+    pause: float = 0.0
     finish_reason: str | None = None
 
 
@@ -173,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a broken script should show up as a server error, not a hang
             reply = Reply(status=500, error=f"responder failed: {type(exc).__name__}: {exc}")
         try:
-            if reply.delay and self.owner._stopping.wait(reply.delay):
+            if reply.delay and self._wait(reply.delay, record):
                 return
             if reply.status >= 400:
                 self._send_json(reply.status, {"error": {"message": reply.error, "type": "scripted_error",
@@ -186,6 +189,24 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected = True
         finally:
             record.finished_at = time.monotonic()
+
+    def _wait(self, seconds: float, record: RecordedRequest) -> bool:
+        """Sleep, but end early (True) if the server stops or the client hangs up meanwhile."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.owner._stopping.wait(min(left, 0.05)):
+                return True
+            if self._client_gone():
+                record.disconnected = True
+                return True
+        return False
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     # ------------------------------------------------------------------ responses
 
@@ -250,7 +271,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 record.disconnected = True
                 return
-            if n and reply.piece_delay and self.owner._stopping.wait(reply.piece_delay):
+            if n and reply.piece_delay and self._wait(reply.piece_delay, record):
+                return
+            if n and n == reply.pause_after and self._wait(reply.pause, record):
                 return
             self._event(chunk({"content": piece}))
         for index, (call, call_id) in enumerate(zip(reply.tool_calls, self._call_ids(reply), strict=True)):
@@ -259,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk({"tool_calls": [{"index": index, **identity,
                                                "function": {"name": call.name, "arguments": ""}}]}))
             for part in parts:
-                if reply.piece_delay and self.owner._stopping.wait(reply.piece_delay):
+                if reply.piece_delay and self._wait(reply.piece_delay, record):
                     return
                 delta: dict[str, Any] = {"index": index, "function": {"arguments": part}}
                 if reply.repeat_call_identity:

@@ -6,16 +6,16 @@ thread (the caller's); the engine's reference pool lives inside `MoAChatCompleti
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from . import clock
 from .cancel import Cancelled, CancelToken
 from .config import Config, Preset
 from .events import (
     AggregatorFinished,
+    AggregatorStarted,
     Notice,
     Observer,
     ReferenceFinished,
@@ -27,7 +27,7 @@ from .events import (
     emit,
     sum_usage,
 )
-from .llm import LLMCallError, describe_error
+from .llm import LLMCallError, close_stream, describe_error
 from .moa import MoAChatCompletions
 from .stream import StreamAssembler, ToolCall, is_complete_response
 
@@ -92,6 +92,7 @@ class Turn:
     ) -> None:
         self.config, self.preset = config, preset
         self.observer = observer
+        self._aggregator_asked_at: float | None = None
         self.cancel = cancel or CancelToken()
         self.tools = tools
         self.approver = approver
@@ -99,7 +100,7 @@ class Turn:
         self._assembler: StreamAssembler | None = None
 
     def run(self, messages: list[dict[str, Any]]) -> TurnResult:
-        started = time.monotonic()
+        started = clock.monotonic()
         facade = MoAChatCompletions(self.preset.name, config=self.config)
         aggregator = self.preset.aggregator
         conversation = list(messages)
@@ -120,7 +121,7 @@ class Turn:
                 iteration += 1
                 self.cancel.raise_if_cancelled()
                 stream = facade.create(messages=conversation, tools=schemas, stream=True, cancel=self.cancel,
-                                       observer=self.observer)
+                                       observer=self._watch)
                 assembler = self._consume(stream, iteration)
                 usages.append(assembler.usage)
                 calls = assembler.tool_calls()
@@ -154,7 +155,7 @@ class Turn:
             text="\n\n".join(texts),
             error=error,
             usage=sum_usage(usages),
-            seconds=round(time.monotonic() - started, 3),
+            seconds=round(clock.monotonic() - started, 3),
             references=references,
             new_messages=added,
             iterations=iteration,
@@ -165,29 +166,34 @@ class Turn:
         ))
         return result
 
+    def _watch(self, event: Any) -> None:
+        """Pass engine events on, noting when the aggregator was asked (its time to first token starts
+        there, not when the response headers arrive)."""
+        if isinstance(event, AggregatorStarted):
+            self._aggregator_asked_at = clock.monotonic()
+        emit(self.observer, event)
+
     # ------------------------------------------------------------------ the aggregator's stream
 
     def _consume(self, stream: Any, iteration: int) -> StreamAssembler:
         aggregator = self.preset.aggregator
         assembler = self._assembler = StreamAssembler()
-        started = time.monotonic()
+        started = self._aggregator_asked_at or clock.monotonic()
         first_token: float | None = None
         if is_complete_response(stream):
             text = assembler.feed_response(stream)
             if text:
                 emit(self.observer, ReplyDelta(text))
         else:
-            close = getattr(stream, "close", None)
-            guard = self.cancel.closing(close) if close is not None else contextlib.nullcontext()
             try:
-                with guard:
+                with self.cancel.closing(lambda: close_stream(stream)):
                     for chunk in stream:
                         if self.cancel.cancelled:
                             raise Cancelled()
                         text = assembler.feed(chunk)
                         if text:
                             if first_token is None:
-                                first_token = time.monotonic() - started
+                                first_token = clock.monotonic() - started
                             emit(self.observer, ReplyDelta(text))
             except Cancelled:
                 raise
@@ -199,7 +205,7 @@ class Turn:
             self.cancel.raise_if_cancelled()
         emit(self.observer, AggregatorFinished(
             label=aggregator.label, iteration=iteration, usage=assembler.usage,
-            seconds=round(time.monotonic() - started, 3), first_token_seconds=first_token,
+            seconds=round(clock.monotonic() - started, 3), first_token_seconds=first_token,
             finish_reason=assembler.finish_reason,
         ))
         return assembler
@@ -255,16 +261,16 @@ class Turn:
                 report("denied", DENIED, 0.0)
                 return DENIED
         report("running")
-        started = time.monotonic()
+        started = clock.monotonic()
         try:
             result = self.tools.execute(call.name, arguments, self.cancel)  # type: ignore[union-attr]
             status = "done"
         except Cancelled:
-            report("cancelled", CANCELLED, round(time.monotonic() - started, 3))
+            report("cancelled", CANCELLED, round(clock.monotonic() - started, 3))
             return CANCELLED
         except Exception as exc:
             result, status = f"error: {exc}", "failed"
-        report(status, result, round(time.monotonic() - started, 3))
+        report(status, result, round(clock.monotonic() - started, 3))
         return result
 
 

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import os
+
+# Before Textual is imported anywhere: no animations, so spinners and scrolling are deterministic.
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,5 +83,7 @@ def wire_config(home: Path, llm_server: ScriptedServer):
     return make
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every duration moa-chat shows comes from moa_chat.clock: frozen, they all read 0.0s."""
+    monkeypatch.setattr("moa_chat.clock.monotonic", lambda: 1000.0)

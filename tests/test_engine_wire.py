@@ -275,3 +275,42 @@ def test_unset_slot_values_stay_off_the_wire_and_set_ones_are_sent(wire_config, 
     assert (a["temperature"], a["max_tokens"], a["top_k"]) == (0.2, 77, 5) and "reasoning_effort" not in a
     assert (b["temperature"], b["reasoning_effort"]) == (1.1, "low") and "max_tokens" not in b
     assert agg["temperature"] == 0.6 and "max_tokens" not in agg and "stream" not in agg
+
+
+def test_cancel_is_prompt_even_while_the_stream_is_silent(wire_config, llm_server):
+    """A blocked read on a quiet stream must end at once: closing alone would wait for the next byte."""
+    config = wire_config()
+    llm_server.script("agg", Reply(text="first words and then silence", pause_after=2, pause=30))
+    cancel = CancelToken()
+    got_text = threading.Event()
+
+    def observer(event):
+        if type(event).__name__ == "ReplyDelta":
+            got_text.set()
+
+    turn = Turn(config, config.preset("wire"), observer=observer, cancel=cancel)
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", turn.run(QUESTION)))
+    worker.start()
+    assert got_text.wait(5)
+    time.sleep(0.2)  # now blocked in a read
+    pressed = time.monotonic()
+    cancel.cancel()
+    worker.join(5)
+    assert time.monotonic() - pressed < 0.5
+    assert box["result"].status == "cancelled" and box["result"].text == "first words"
+
+
+def test_reference_timeout_closes_a_silent_reference_stream(wire_config, llm_server):
+    config = wire_config("reference_timeout: 0.4")
+    llm_server.script("ref-a", Reply(text="starts then stalls forever", pause_after=1, pause=30))
+    events = []
+    started = time.monotonic()
+    MoAChatCompletions("wire", config=config, observer=events.append).create(messages=QUESTION)
+    assert time.monotonic() - started < 2
+    [finished] = [e for e in events if isinstance(e, ReferenceFinished) and e.label == "wire:ref-a"]
+    assert finished.status == "timeout"
+    deadline = time.monotonic() + 2
+    while llm_server.requests_for("ref-a")[0].finished_at is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert llm_server.requests_for("ref-a")[0].disconnected

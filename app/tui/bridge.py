@@ -1,0 +1,68 @@
+"""From the turn's worker thread to the UI: core events become posted Textual messages.
+
+Nothing here touches a widget. Reply text is the one high-rate stream: instead of one message per token
+(which floods the queue behind a fast provider), deltas collect in a buffer and a single wake-up message
+is posted whenever the buffer goes from empty to non-empty; the UI drains everything that arrived by the
+time it gets there. The batch size thus adapts to how fast the UI renders.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from textual.message import Message
+
+from ..events import Event, ReplyDelta
+from ..turn import TurnResult
+
+
+class CoreEvent(Message):
+    """A core event (moa_chat.events) for the app to render."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ReplyText(Message):
+    """Reply text is waiting: either carried here, or in the bridge's buffer (text is None)."""
+
+    def __init__(self, text: str | None = None) -> None:
+        super().__init__()
+        self.text = text
+
+
+class TurnDone(Message):
+    def __init__(self, result: TurnResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class TurnBridge:
+    """The observer handed to the core for one turn; `post` must be thread-safe (App.post_message is)."""
+
+    def __init__(self, post: Callable[[Message], object]) -> None:
+        self._post = post
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ReplyDelta):
+            with self._lock:
+                wake = not self._pending
+                self._pending.append(event.text)
+            if wake:
+                self._post(ReplyText())
+            return
+        # Text that arrived before this event must render before it (a tool block, the end of the turn).
+        text = self.take()
+        if text:
+            self._post(ReplyText(text))
+        self._post(CoreEvent(event))
+
+    def take(self) -> str:
+        with self._lock:
+            text = "".join(self._pending)
+            self._pending.clear()
+        return text

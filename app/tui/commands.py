@@ -1,0 +1,33 @@
+"""Command palette entries: one per preset ("Switch preset: NAME")."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from .app import MoAChatApp
+
+
+class PresetCommands(Provider):
+    def _entries(self) -> list[tuple[str, str, object]]:
+        app: MoAChatApp = self.app  # type: ignore[assignment]
+        entries = []
+        for name in sorted(app.config.presets):
+            preset = app.config.presets[name]
+            help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"
+            entries.append((f"Switch preset: {name}", help_text, partial(app.switch_preset, name)))
+        return entries
+
+    async def discover(self) -> Hits:
+        for command, help_text, callback in self._entries():
+            yield DiscoveryHit(command, callback, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command, help_text, callback in self._entries():
+            score = matcher.match(command)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command), callback, help=help_text)  # type: ignore[arg-type]

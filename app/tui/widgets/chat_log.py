@@ -1,0 +1,42 @@
+"""The chat log: the conversation as it happens, following the newest text unless the user scrolled up."""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+
+class ChatLog(VerticalScroll):
+    def on_mount(self) -> None:
+        # Anchored: new content keeps the view at the bottom until the user scrolls up, and following
+        # resumes when they scroll back down (Textual's anchor semantics).
+        self.anchor()
+
+
+class UserMessage(Static):
+    def __init__(self, text: str) -> None:
+        super().__init__(Content(text), classes="user-message")
+        self.text = text
+
+
+class Notice(Static):
+    """A note from moa-chat itself (not a model): start-up hints, warnings, the iteration cap."""
+
+    def __init__(self, text: str, level: str = "info") -> None:
+        super().__init__(Content(text), classes=f"notice -{level}")
+
+
+class Welcome(Static):
+    def __init__(self, preset_name: str, references: int, aggregator: str) -> None:
+        text = Content.assemble(
+            ("moa-chat", "bold $accent"),
+            " — ask anything; a panel of ",
+            (str(references), "bold"),
+            " reference models advises and ",
+            (aggregator, "bold"),
+            " answers.\n",
+            ("Enter", "bold"), " sends · ", ("Ctrl+J", "bold"), " new line · ",
+            ("F2", "bold"), " presets · ", ("F1", "bold"), " help · preset ", (preset_name, "bold"),
+        )
+        super().__init__(text, classes="welcome")

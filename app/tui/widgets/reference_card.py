@@ -1,0 +1,153 @@
+"""A card in the sidebar: one reference (or the aggregator) and how its part of the turn is going."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
+
+from ... import clock
+from ...events import (
+    AggregatorFinished,
+    AggregatorStarted,
+    ReferenceFinished,
+    ReferenceProgress,
+    ReferenceQueued,
+    ReferenceStarted,
+)
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+GLYPHS = {"idle": "○", "queued": "◌", "waiting": "◌", "running": "●", "ok": "✓", "failed": "✗",
+          "timeout": "⏱", "cancelled": "–"}
+WORDS = {"idle": "ready", "queued": "queued", "waiting": "waiting for references", "running": "running",
+         "ok": "done", "failed": "failed", "timeout": "timed out", "cancelled": "cancelled"}
+STYLES = {"queued": "$text-muted", "waiting": "$text-muted", "running": "$accent", "ok": "$success",
+          "failed": "$error", "timeout": "$warning", "cancelled": "$text-muted", "idle": "$text-muted"}
+
+
+class ReferenceCard(Widget, can_focus=True):
+    """Status, elapsed seconds, time to first token, tokens and (when it failed) why."""
+
+    class Selected(Message):
+        def __init__(self, card: ReferenceCard) -> None:
+            super().__init__()
+            self.card = card
+
+    BINDINGS = [("enter", "select", "Read answer")]
+
+    def __init__(self, label: str, *, index: int = -1, aggregator: bool = False) -> None:
+        super().__init__(classes="-aggregator" if aggregator else "-reference")
+        self.label = label
+        self.index = index
+        self.aggregator = aggregator
+        self.status = "idle"
+        self.started_at: float | None = None
+        self.seconds: float | None = None
+        self.first_token_seconds: float | None = None
+        self.tokens: int | None = None
+        self.tokens_estimated = False
+        self.error: str | None = None
+        self.text = ""
+        self._frame = 0
+        self._set_status("idle")
+
+    # ------------------------------------------------------------------ state
+
+    def _set_status(self, status: str) -> None:
+        for old in GLYPHS:
+            self.remove_class(f"-{old}")
+        self.status = status
+        self.add_class(f"-{status}")
+        self.refresh(layout=True)
+
+    def reset(self, status: str = "queued") -> None:
+        self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
+        self.error, self.text, self.tokens_estimated = None, "", False
+        self._set_status(status)
+
+    def apply(self, event: object) -> None:
+        if isinstance(event, ReferenceQueued):
+            self.reset("queued")
+        elif isinstance(event, ReferenceStarted):
+            self.started_at = clock.monotonic()
+            self._set_status("running")
+        elif isinstance(event, AggregatorStarted):
+            # Tool iterations restart the aggregator: its card covers the whole turn.
+            if self.started_at is None:
+                self.started_at = clock.monotonic()
+            self.seconds = None
+            self._set_status("running")
+        elif isinstance(event, ReferenceProgress):
+            self.first_token_seconds = event.first_token_seconds
+            self.tokens, self.tokens_estimated = event.chunks, True
+            self.refresh()
+        elif isinstance(event, ReferenceFinished):
+            self.seconds, self.first_token_seconds = event.seconds, event.first_token_seconds
+            self.error, self.text = event.error, event.text
+            if event.usage is not None:
+                self.tokens, self.tokens_estimated = event.usage.completion_tokens, False
+            self._set_status(event.status)
+        elif isinstance(event, AggregatorFinished):
+            self.seconds = round(clock.monotonic() - (self.started_at or clock.monotonic()), 3)
+            if self.first_token_seconds is None:
+                self.first_token_seconds = event.first_token_seconds
+            if event.usage is not None:
+                self.tokens = (self.tokens or 0) + event.usage.completion_tokens
+            # After tool calls the aggregator runs again: it is not done until it answers without them.
+            self._set_status("running" if event.finish_reason == "tool_calls" else "ok")
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        """End the aggregator card's turn (or a card left running) with a status."""
+        if self.started_at is not None and self.seconds is None:
+            self.seconds = round(clock.monotonic() - self.started_at, 3)
+        self.error = error
+        self._set_status(status)
+
+    def tick(self) -> None:
+        if self.status == "running":
+            self._frame += 1
+            self.refresh()
+
+    # ------------------------------------------------------------------ rendering
+
+    def _elapsed(self) -> float | None:
+        if self.seconds is not None:
+            return self.seconds
+        if self.started_at is not None:
+            return clock.monotonic() - self.started_at
+        return None
+
+    def render(self) -> Content:
+        width = max(8, self.content_size.width)
+        glyph = GLYPHS[self.status]
+        if self.status == "running" and self.app.animation_level != "none":
+            glyph = SPINNER[self._frame % len(SPINNER)]
+        style = STYLES.get(self.status, "")
+        label = self.label if len(self.label) <= width - 2 else self.label[: width - 3] + "…"
+        facts = [WORDS[self.status]]
+        elapsed = self._elapsed()
+        if elapsed is not None and self.status not in ("queued", "idle"):
+            facts[0] += f" {elapsed:.1f}s"
+        if self.tokens:
+            facts.append(f"{'~' if self.tokens_estimated else ''}{self.tokens:,} tok")
+        if self.first_token_seconds is not None:
+            ttft = f"ttft {self.first_token_seconds:.1f}s"
+            # Time to first token is the first thing to give up on a narrow sidebar (one line per fact set).
+            if len("  " + " · ".join([*facts, ttft])) <= width:
+                facts.insert(1, ttft)
+        lines = [
+            Content.assemble((glyph, style), " ", (label, "bold")),
+            Content.assemble(("  " + " · ".join(facts), style if self.status != "ok" else "$text-muted")),
+        ]
+        if self.error and self.status in ("failed", "timeout"):
+            reason = self.error if len(self.error) <= width - 2 else self.error[: width - 3] + "…"
+            lines.append(Content.assemble(("  " + reason, "$text-error")))
+        return Content("\n").join(lines)
+
+    # ------------------------------------------------------------------ selection
+
+    def action_select(self) -> None:
+        self.post_message(self.Selected(self))
+
+    def on_click(self) -> None:
+        self.post_message(self.Selected(self))

@@ -1,0 +1,115 @@
+"""An assistant reply: streamed Markdown, tool blocks where they happened, and a quiet footer."""
+
+from __future__ import annotations
+
+import re
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Markdown, Static
+from textual.widgets._markdown import MarkdownStream
+
+from ...events import ToolCallEvent
+from ...turn import TurnResult
+
+CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+
+
+class _Segment:
+    """One run of streamed text between tool blocks."""
+
+    def __init__(self, widget: Markdown) -> None:
+        self.widget = widget
+        self.stream: MarkdownStream = Markdown.get_stream(widget)
+        self.parts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    async def write(self, text: str) -> None:
+        self.parts.append(text)
+        await self.stream.write(text)
+
+    async def close(self) -> None:
+        await self.stream.stop()
+        # The stream batches fragments; make sure what is shown is exactly what arrived.
+        if self.widget.source != self.text:
+            await self.widget.update(self.text)
+
+
+class AssistantReply(Vertical):
+    def __init__(self, preset_name: str, aggregator: str, references: int) -> None:
+        super().__init__(classes="assistant-reply")
+        self.preset_name, self.aggregator = preset_name, aggregator
+        self.references = references
+        self.text = ""
+        self._segment: _Segment | None = None
+        self._tools: dict[str, Widget] = {}
+        self.finished = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._status_text(f"consulting {self.references} references…"), classes="reply-status")
+
+    def _status_text(self, text: str) -> Content:
+        return Content.assemble(("◆ ", "$accent"), (text, "italic $text-muted"))
+
+    def set_status(self, text: str | None) -> None:
+        status = self.query_one(".reply-status", Static)
+        if text is None:
+            status.display = False
+        else:
+            status.display = True
+            status.update(self._status_text(text))
+
+    async def append_text(self, text: str) -> None:
+        if not text:
+            return
+        if self._segment is None:
+            self.set_status(None)
+            widget = Markdown(classes="reply-markdown")
+            await self.mount(widget)
+            self._segment = _Segment(widget)
+        self.text += text
+        await self._segment.write(text)
+
+    async def _close_segment(self) -> None:
+        if self._segment is not None:
+            await self._segment.close()
+            self._segment = None
+
+    async def tool_event(self, event: ToolCallEvent) -> None:
+        from .tool_block import ToolBlock
+
+        block = self._tools.get(event.call_id)
+        if block is None:
+            await self._close_segment()
+            block = ToolBlock(event)
+            self._tools[event.call_id] = block
+            self.set_status(None)
+            await self.mount(block)
+        else:
+            block.update_from(event)  # type: ignore[attr-defined]
+
+    async def finish(self, result: TurnResult, *, tokens: int) -> None:
+        await self._close_segment()
+        self.finished = True
+        self.set_status(None)
+        if result.status == "failed":
+            await self.mount(Static(Content.assemble(("✗ ", "bold"), result.error or "the turn failed"),
+                                    classes="reply-error"))
+        facts = [self.preset_name, self.aggregator, f"{result.seconds:.1f}s"]
+        if tokens:
+            facts.append(f"{tokens:,} tokens")
+        if result.status == "cancelled":
+            facts.insert(0, "cancelled")
+        elif result.status == "failed":
+            facts.insert(0, "failed")
+        await self.mount(Static(Content(" · ".join(facts)), classes=f"reply-meta -{result.status}"))
+        self.add_class(f"-{result.status}")
+
+    def last_code_block(self) -> str | None:
+        blocks = CODE_BLOCK.findall(self.text)
+        return blocks[-1] if blocks else None

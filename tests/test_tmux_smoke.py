@@ -1,0 +1,64 @@
+"""A real terminal: moa-chat under tmux, driven with send-keys and read back with capture-pane."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        result = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+                                timeout=10, check=check)
+        return result.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "smoke")
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
+
+
+def test_chat_on_the_demo_preset_in_a_real_terminal(home):
+    tmux = Tmux(f"moa-smoke-{os.getpid()}")
+    # A clean environment: an inherited COLUMNS/LINES would override the pane's real size.
+    env = {"MOA_CHAT_HOME": str(home), "MOA_CHAT_DEMO_PACE": "0.2", "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    command = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + \
+        f" {shlex.quote(sys.executable)} -m moa_chat --preset demo"
+    tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    try:
+        tmux.wait_for("Ask the panel")
+        tmux("send-keys", "-t", "smoke", "-l", "How do I test a command-line tool?")
+        tmux("send-keys", "-t", "smoke", "Enter")
+        screen = tmux.wait_for("demo · demo:simulated-synthesizer ·")
+        assert "How do I test a command-line tool?" in screen
+        assert "A first version to start from" in screen or "Run it on one real example" in screen
+        for label in ("simulated-analyst", "simulated-skeptic", "simulated-pragmatist"):
+            assert f"✓ demo:{label}" in screen
+        assert screen.count("done ") >= 4  # three references and the aggregator finished
+        tmux("send-keys", "-t", "smoke", "C-q")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "smoke" in tmux("list-sessions", check=False):
+            time.sleep(0.2)
+        assert "smoke" not in tmux("list-sessions", check=False)
+    finally:
+        tmux("kill-server", check=False)
