@@ -27,6 +27,10 @@ from .events import (
 )
 from .providers import has_key
 from .startup import choose_start, preflight
+from .tools import Workspace, tools_for
+from .tools.approval import ApprovalPolicy
+from .tools.mcp_bridge import McpHub
+from .tools.registry import summarize_arguments
 from .turn import Turn, TurnResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -49,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from standard input")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the reply, references and usage")
     ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    ask.add_argument("-y", "--yes", action="store_true",
+                     help="allow tools that change something (write_file, run_command, ...); without it they are "
+                          "denied, since ask never prompts")
     sub.add_parser("presets", parents=[common], help="list the presets, their models, and the default")
     return parser
 
@@ -105,11 +112,19 @@ class _Progress:
         self.err, self.out, self.quiet = err, out, quiet
         self._lock = threading.Lock()
         self._wrote_reply = False
+        self._any_reply = False
+        self._after_tools = False
 
     def __call__(self, event: Event) -> None:
         with self._lock:
+            if isinstance(event, ToolCallEvent):
+                self._after_tools = True
             if isinstance(event, ReplyDelta):
                 if self.out is not None:
+                    if self._after_tools and self._any_reply:
+                        self.out.write("\n\n")  # the reply goes on after its tool calls
+                    self._after_tools = False
+                    self._any_reply = True
                     self.out.write(event.text)
                     self.out.flush()
                     self._wrote_reply = True
@@ -138,8 +153,14 @@ class _Progress:
             if event.guidance_reused:
                 return None
             return f"  → {event.label} writing ({event.references_ok}/{event.references_total} references answered)"
-        if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied"):
-            return f"  ⚙ {event.name} {event.status}"
+        if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):
+            took = f" {event.seconds:.1f}s" if event.seconds else ""
+            why = ""
+            if event.status == "denied":
+                why = " (changes something: run with --yes to allow)"
+            elif event.status == "failed" and event.result:
+                why = f": {event.result.splitlines()[0][:160]}"
+            return f"  ⚙ {event.name}({summarize_arguments(event.arguments)}) {event.status}{took}{why}"
         if isinstance(event, Notice):
             return f"  ! {event.text}"
         return None
@@ -161,10 +182,18 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         print(f"moa-chat: preset {preset.name} — {len(preset.references)} references → {preset.aggregator.label}",
               file=sys.stderr)
     progress = _Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
-    cancel = CancelToken()
-    turn = Turn(config, preset, observer=progress, cancel=cancel)
-    messages = [{"role": "user", "content": prompt}]
-    result = _run_interruptibly(turn, messages, cancel)
+    mcp = McpHub(config.mcp_servers).start(report=lambda line: progress(Notice(line, "warning")))
+    try:
+        tools, warnings = tools_for(config, preset, Workspace(Path.cwd()), mcp)
+        for line in warnings:
+            progress(Notice(line, "warning"))
+        cancel = CancelToken()
+        turn = Turn(config, preset, observer=progress, cancel=cancel, tools=tools or None,
+                    approver=ApprovalPolicy(None, allow_all=args.yes))
+        messages = [{"role": "user", "content": prompt}]
+        result = _run_interruptibly(turn, messages, cancel)
+    finally:
+        mcp.close()
     if args.json:
         json.dump(_as_json(preset, result), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

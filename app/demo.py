@@ -9,6 +9,7 @@ through the same `call_llm` / `openai` SDK path as a real provider.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .guidance import message_text
-from .openai_server import OpenAICompatibleServer, Reply
+from .openai_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
 PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant
 GUIDANCE_MARK = "[Mixture-of-Agents guidance"
@@ -162,12 +163,75 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- simulated tool use
+
+_LOOK = re.compile(r"\b(files?|folders?|director(y|ies)|readme|project|repo(sitory)?)\b", re.I)
+_WRITE = re.compile(r"\b(write|create|save)\b.*\b(file|note)\b", re.I)
+DEMO_NOTE = "moa-demo-note.md"
+
+
+def _tool_results_since_prompt(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool name, result) for the tool calls made since the user's last prompt."""
+    names: dict[str, str] = {}
+    results: list[tuple[str, str]] = []
+    for message in messages:
+        if message.get("role") == "user" and not message_text(message.get("content")).startswith(
+                (GUIDANCE_MARK, "[result of tool")):
+            names, results = {}, []
+        for call in message.get("tool_calls") or []:
+            names[call.get("id", "")] = (call.get("function") or {}).get("name", "tool")
+        if message.get("role") == "tool":
+            results.append((names.get(message.get("tool_call_id", ""), "tool"), message_text(message.get("content"))))
+    return results
+
+
+def _tool_plan(prompt: str, offered: set[str]) -> list[ScriptedToolCall]:
+    """The calls a tool-using model would make first for this prompt (none if it needs no tools)."""
+    calls = []
+    if _WRITE.search(prompt) and "write_file" in offered:
+        content = f"# Notes\n\nWritten by the moa-chat demo for: {_quote(prompt, 80)}\n"
+        calls.append(ScriptedToolCall("write_file", json.dumps({"path": DEMO_NOTE, "content": content})))
+    elif _LOOK.search(prompt):
+        if "list_directory" in offered:
+            calls.append(ScriptedToolCall("list_directory", json.dumps({"path": "."})))
+        if "readme" in prompt.lower() and "read_file" in offered:
+            calls.append(ScriptedToolCall("read_file", json.dumps({"path": "README.md", "end_line": 40})))
+    return calls
+
+
+def _report_on_tools(results: list[tuple[str, str]]) -> str:
+    lines = ["*Simulated reply — the offline demo provider wrote this after really calling the tools.*", ""]
+    for name, result in results:
+        body = result.splitlines()
+        if name == "list_directory" and body:
+            entries = [line.split("  (")[0] for line in body[1:] if not line.startswith("[")]
+            shown = ", ".join(f"`{e}`" for e in entries[:12]) + (" …" if len(entries) > 12 else "")
+            lines.append(f"- **The folder** holds {len(entries)} entries: {shown}")
+        elif name == "read_file" and body:
+            first = next((line.lstrip("# ").strip() for line in body[1:] if line.strip()), "")
+            lines.append(f"- **{body[0].split(' (')[0]}** opens with: “{_quote(first, 100)}”")
+        else:
+            lines.append(f"- **{name}**: {_quote(body[0] if body else '(no output)', 120)}")
+    lines += ["", "Ask about any of these and the panel will dig in."]
+    return "\n".join(lines)
+
+
 def respond(body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     messages = body.get("messages") or []
     pace = _pace()
     if model == AGGREGATOR.model:
-        return Reply(text=synthesis(messages), delay=AGGREGATOR.delay * pace, piece_delay=AGGREGATOR.piece_delay * pace)
+        delay, piece_delay = AGGREGATOR.delay * pace, AGGREGATOR.piece_delay * pace
+        offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+        results = _tool_results_since_prompt(messages)
+        if results:
+            return Reply(text=_report_on_tools(results), delay=delay, piece_delay=piece_delay)
+        plan = _tool_plan(_last_user_prompt(messages), offered)
+        if plan:
+            names = " and ".join(f"`{call.name}`" for call in plan)
+            return Reply(text=f"Let me check with {names} first.", tool_calls=plan, delay=delay,
+                         piece_delay=piece_delay)
+        return Reply(text=synthesis(messages), delay=delay, piece_delay=piece_delay)
     persona = next((p for p in PERSONAS if p.model == model), None)
     if persona is None:
         return Reply(status=404, error=f"the demo provider has no model {model!r}; it has: {', '.join(MODELS)}")

@@ -139,6 +139,7 @@ class Turn:
                 for reply in self._run_tools(calls, iteration):
                     conversation.append(reply)
                     added.append(reply)
+                self.cancel.raise_if_cancelled()
         except Cancelled:
             status, error = "cancelled", CANCELLED
             self._keep_partial(texts, added)
@@ -229,7 +230,6 @@ class Turn:
                                                   CANCELLED, iteration=iteration))
                 continue
             replies.append(_tool_message(call, self._run_tool(call, iteration)))
-        self.cancel.raise_if_cancelled()
         return replies
 
     def _run_tool(self, call: ToolCall, iteration: int) -> str:

@@ -86,3 +86,38 @@ def test_presets_lists_models_and_marks_the_default(home):
     assert any(line.startswith("* demo") and "(default)" in line for line in lines)
     assert "aggregator: demo:simulated-synthesizer" in result.stdout
     assert "needs: OPENROUTER_API_KEY (not set)" in result.stdout
+
+
+def _project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "README.md").write_text("# Tiny\n\nA tiny project for the ask test.\n")
+    (root / "app.py").write_text("print('hi')\n")
+    return root
+
+
+def run_in(cwd, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "moa_chat", *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ), cwd=cwd)
+
+
+def test_ask_with_tools_lists_the_folder_and_reads_the_readme(home, tmp_path):
+    root = _project(tmp_path)
+    result = run_in(root, "ask", "What files are in this folder and what does README.md say?", "--preset", "demo")
+    assert result.returncode == 0, result.stderr
+    assert "`app.py`" in result.stdout and "“Tiny”" in result.stdout
+    assert "⚙ list_directory(path=.) done" in result.stderr
+    assert "⚙ read_file(path=README.md, end_line=40) done" in result.stderr
+
+
+def test_ask_denies_changing_tools_unless_yes(home, tmp_path):
+    from moa_chat.demo import DEMO_NOTE
+
+    root = _project(tmp_path)
+    denied = run_in(root, "ask", "Please write a note file about this", "--preset", "demo")
+    assert denied.returncode == 0
+    assert "⚙ write_file(" in denied.stderr and "denied (changes something: run with --yes to allow)" in denied.stderr
+    assert not (root / DEMO_NOTE).exists()
+    allowed = run_in(root, "ask", "Please write a note file about this", "--preset", "demo", "--yes")
+    assert allowed.returncode == 0 and (root / DEMO_NOTE).exists()
+    assert "created moa-demo-note.md" in allowed.stdout

@@ -1,0 +1,26 @@
+"""Who says yes to a tool that changes something: the user (TUI modal), a flag (`ask --yes`), or no one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..turn import ApprovalRequest, Decision
+
+
+class ApprovalPolicy:
+    """Read-only tools never get here. Changing tools ask `ask` (if any) unless allowed for the session."""
+
+    def __init__(self, ask: Callable[[ApprovalRequest], Decision] | None = None, *, allow_all: bool = False) -> None:
+        self.ask = ask
+        self.allow_all = allow_all
+        self.always: set[str] = set()
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        if self.allow_all or request.tool in self.always:
+            return "allow_once"
+        if self.ask is None:
+            return "deny"
+        decision = self.ask(request)
+        if decision == "allow_always":
+            self.always.add(request.tool)
+        return decision

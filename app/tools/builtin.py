@@ -1,0 +1,391 @@
+"""The built-in tools, each confined to the working directory and capped in size and time."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import re
+import shlex
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from ..cancel import Cancelled, CancelToken
+from .registry import Tool, ToolError, optional, required
+from .workspace import Workspace
+
+MAX_READ_BYTES = 200_000
+MAX_READ_LINES = 2_000
+MAX_LIST_ENTRIES = 500
+MAX_SEARCH_RESULTS = 200
+MAX_SEARCH_FILE_BYTES = 2_000_000
+MAX_COMMAND_OUTPUT = 20_000
+MAX_COMMAND_TIMEOUT = 300.0
+MAX_FETCH_BYTES = 1_000_000
+MAX_FETCH_TIMEOUT = 30.0
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
+             ".pytest_cache", ".ruff_cache", ".tox", "dist", "build"}
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{text[:head]}\n… [{len(text) - head - tail:,} characters cut; {len(text):,} in all] …\n{text[-tail:]}"
+
+
+# --------------------------------------------------------------------------- read_file
+
+
+def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    path = ws.resolve(required(args, "path"))
+    if not path.is_file():
+        raise ToolError(f"{ws.relative(path)} is not a file" if path.exists() else f"no such file: {args['path']}")
+    start = optional(args, "start_line", int, 1)
+    end = optional(args, "end_line", int, 0)
+    if start < 1 or (end and end < start):
+        raise ToolError("start_line must be >= 1 and end_line >= start_line")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        data = handle.read(MAX_READ_BYTES + 1)
+    if _is_binary(data):
+        raise ToolError(f"{ws.relative(path)} is a binary file ({size:,} bytes); not shown")
+    truncated_bytes = len(data) > MAX_READ_BYTES
+    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    last = min(end or len(lines), len(lines), start - 1 + MAX_READ_LINES)
+    chosen = lines[start - 1 : last]
+    notes = []
+    if last < min(end or len(lines), len(lines)) or truncated_bytes:
+        notes.append(
+            f"[cut: showing lines {start}–{last}; the file has {size:,} bytes"
+            + (f", {len(lines):,}+ lines" if truncated_bytes else f", {len(lines):,} lines")
+            + f". Ask for start_line={last + 1} to read on.]"
+        )
+    header = f"{ws.relative(path)} (lines {start}–{last} of {len(lines)}{'+' if truncated_bytes else ''})"
+    return "\n".join([header, *chosen, *notes])
+
+
+# --------------------------------------------------------------------------- list_directory
+
+
+def _list_directory(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    path = ws.resolve(optional(args, "path", str, "."))
+    if not path.is_dir():
+        raise ToolError(f"not a directory: {args.get('path', '.')}")
+    entries = sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
+    lines = [f"{ws.relative(path)}/ ({len(entries)} entries)"]
+    for entry in entries[:MAX_LIST_ENTRIES]:
+        if entry.is_symlink():
+            lines.append(f"{entry.name} -> {os.readlink(entry)}")
+        elif entry.is_dir():
+            lines.append(f"{entry.name}/")
+        else:
+            lines.append(f"{entry.name}  ({entry.stat().st_size:,} bytes)")
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"[… {len(entries) - MAX_LIST_ENTRIES:,} more entries not shown]")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- search_files
+
+
+def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    query = required(args, "query")
+    root = ws.resolve(optional(args, "path", str, "."))
+    pattern = optional(args, "glob", str, "*")
+    limit = max(1, min(optional(args, "max_results", int, 50), MAX_SEARCH_RESULTS))
+    flags = 0 if optional(args, "case_sensitive", bool, False) else re.IGNORECASE
+    try:
+        matcher = re.compile(query if optional(args, "regex", bool, False) else re.escape(query), flags)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}") from exc
+    results: list[str] = []
+    files_seen = 0
+    walk = [(root, [], [root.name])] if root.is_file() else os.walk(root)
+    for folder, dirs, names in walk:
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(names):
+            cancel.raise_if_cancelled()
+            file = Path(folder) / name if not root.is_file() else root
+            if not fnmatch.fnmatch(name, pattern) or file.is_symlink():
+                continue
+            try:
+                if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                    continue
+                data = file.read_bytes()
+            except OSError:
+                continue
+            if _is_binary(data):
+                continue
+            files_seen += 1
+            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if matcher.search(line):
+                    results.append(f"{ws.relative(file)}:{number}: {line.strip()[:200]}")
+                    if len(results) >= limit:
+                        return "\n".join([*results, f"[stopped at {limit} matches; narrow the query or path]"])
+    if not results:
+        return f"no matches for {query!r} in {files_seen} files under {ws.relative(root)}"
+    return "\n".join([*results, f"[{len(results)} matches in {files_seen} files searched]"])
+
+
+# --------------------------------------------------------------------------- write_file
+
+
+def _write_preview(ws: Workspace, args: dict[str, Any]) -> str:
+    path = ws.resolve(required(args, "path"))
+    content = required(args, "content")
+    name = ws.relative(path)
+    if not path.exists():
+        lines = content.splitlines()
+        return "\n".join([f"new file {name} ({len(content):,} characters)", "--- /dev/null", f"+++ {name}",
+                          *(f"+{line}" for line in lines[:400])])
+    old = path.read_text(encoding="utf-8", errors="replace")
+    diff = difflib.unified_diff(old.splitlines(), content.splitlines(), f"a/{name}", f"b/{name}", lineterm="")
+    text = "\n".join(diff)
+    return text or f"{name}: no change"
+
+
+def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    path = ws.resolve(required(args, "path"))
+    content = required(args, "content")
+    if path.is_dir():
+        raise ToolError(f"{ws.relative(path)} is a directory")
+    existed = path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return f"{'replaced' if existed else 'created'} {ws.relative(path)} ({len(content.encode()):,} bytes)"
+
+
+# --------------------------------------------------------------------------- run_command
+
+
+def _command_argv(args: dict[str, Any]) -> tuple[list[str] | str, bool]:
+    command = args.get("command")
+    shell = optional(args, "shell", bool, False)
+    if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
+        return (shlex.join(command) if shell else command), shell
+    if isinstance(command, str) and command.strip():
+        if shell:
+            return command, True
+        try:
+            return shlex.split(command), False
+        except ValueError as exc:
+            raise ToolError(f"cannot split the command: {exc}") from exc
+    raise ToolError("command must be a non-empty string or list of strings")
+
+
+def _run_preview(ws: Workspace, args: dict[str, Any]) -> str:
+    argv, shell = _command_argv(args)
+    shown = argv if isinstance(argv, str) else shlex.join(argv)
+    return f"$ {shown}\n(in {ws.root}{', through the shell' if shell else ''})"
+
+
+def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    argv, shell = _command_argv(args)
+    timeout = args.get("timeout", 30) or 30
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ToolError("timeout must be a positive number of seconds")
+    timeout = min(float(timeout), MAX_COMMAND_TIMEOUT)
+    try:
+        process = subprocess.Popen(argv, cwd=ws.root, shell=shell, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise ToolError(f"command not found: {exc.filename}") from exc
+    except OSError as exc:
+        raise ToolError(f"cannot start the command: {exc}") from exc
+    started = time.monotonic()
+    stopped = None
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            if cancel.cancelled:
+                stopped = "cancelled by the user"
+            elif time.monotonic() - started > timeout:
+                stopped = f"timed out after {timeout:g}s"
+            if stopped:
+                _kill_group(process)
+                stdout, stderr = process.communicate()
+                break
+    if stopped == "cancelled by the user":
+        raise Cancelled()
+    parts = [f"exit status {process.returncode}" + (f" ({stopped})" if stopped else "")]
+    out = stdout.decode("utf-8", errors="replace")
+    err = stderr.decode("utf-8", errors="replace")
+    if out:
+        parts += ["--- stdout ---", _cut(out, MAX_COMMAND_OUTPUT)]
+    if err:
+        parts += ["--- stderr ---", _cut(err, MAX_COMMAND_OUTPUT // 2)]
+    return "\n".join(parts)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+
+
+# --------------------------------------------------------------------------- fetch_url
+
+
+class _TextOfHtml(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in ("script", "style", "noscript"):
+            self._skip += 1
+        elif tag in ("p", "br", "div", "li", "h1", "h2", "h3", "h4", "tr", "pre"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "noscript") and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+    def text(self) -> str:
+        return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(self.parts))).strip()
+
+
+def _fetch_url(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+    url = required(args, "url")
+    if not re.match(r"^https?://", url, re.I):
+        raise ToolError("only http:// and https:// URLs can be fetched")
+    limit = max(1_000, min(optional(args, "max_bytes", int, 200_000), MAX_FETCH_BYTES))
+    timeout = MAX_FETCH_TIMEOUT
+    request = urllib.request.Request(url, headers={"User-Agent": "moa-chat (fetch_url tool)"})
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = response.status
+            kind = response.headers.get("Content-Type", "")
+            chunks, size = [], 0
+            while size <= limit:
+                cancel.raise_if_cancelled()
+                if time.monotonic() - started > timeout:
+                    raise ToolError(f"gave up after {timeout:g}s")
+                chunk = response.read(16_384)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except urllib.error.HTTPError as exc:
+        raise ToolError(f"HTTP {exc.code} {exc.reason} from {url}") from exc
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ToolError(f"cannot fetch {url}: {reason}") from exc
+    data = b"".join(chunks)
+    cut = len(data) > limit
+    data = data[:limit]
+    if _is_binary(data) and "text" not in kind and "json" not in kind:
+        return f"HTTP {status}, {kind or 'unknown type'}: binary content ({len(data):,} bytes) not shown"
+    text = data.decode("utf-8", errors="replace")
+    if "html" in kind.lower():
+        parser = _TextOfHtml()
+        parser.feed(text)
+        text = parser.text()
+    note = f"\n[cut at {limit:,} bytes]" if cut else ""
+    return f"HTTP {status} {kind}\n{text}{note}"
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _path_param(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def builtin_tools(workspace: Workspace) -> list[Tool]:
+    ws = workspace
+
+    def bind(function: Any) -> Any:
+        return lambda args, cancel: function(ws, args, cancel)
+
+    return [
+        Tool(
+            "read_file",
+            "Read a text file inside the working directory, optionally a range of lines. Large files are cut "
+            "with a note saying how to read on.",
+            {"type": "object", "properties": {
+                "path": _path_param("File path, relative to the working directory"),
+                "start_line": {"type": "integer", "description": "First line to read (1-based)", "minimum": 1},
+                "end_line": {"type": "integer", "description": "Last line to read (inclusive)", "minimum": 1},
+            }, "required": ["path"]},
+            read_only=True, run=bind(_read_file),
+        ),
+        Tool(
+            "list_directory",
+            "List the entries of a directory inside the working directory (folders first, with file sizes).",
+            {"type": "object", "properties": {
+                "path": _path_param("Directory, relative to the working directory (default: '.')"),
+            }},
+            read_only=True, run=bind(_list_directory),
+        ),
+        Tool(
+            "search_files",
+            "Search the text of files under a directory for a string or regular expression; returns "
+            "path:line: text for each match, capped.",
+            {"type": "object", "properties": {
+                "query": {"type": "string", "description": "Text (or regex, with regex=true) to find"},
+                "path": _path_param("Directory or file to search (default: '.')"),
+                "glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py'"},
+                "regex": {"type": "boolean", "description": "Treat query as a regular expression"},
+                "case_sensitive": {"type": "boolean"},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS},
+            }, "required": ["query"]},
+            read_only=True, run=bind(_search_files),
+        ),
+        Tool(
+            "write_file",
+            "Create or replace a text file inside the working directory with the given content. The user "
+            "sees a diff and must approve.",
+            {"type": "object", "properties": {
+                "path": _path_param("File path, relative to the working directory"),
+                "content": {"type": "string", "description": "The complete new content of the file"},
+            }, "required": ["path", "content"]},
+            read_only=False, run=bind(_write_file), make_preview=lambda args: _write_preview(ws, args),
+        ),
+        Tool(
+            "run_command",
+            "Run a program in the working directory and return its exit status and output (capped). No "
+            "shell unless shell=true. The user must approve.",
+            {"type": "object", "properties": {
+                "command": {"description": "The command: a list of arguments, or a string split like a shell "
+                            "would (no pipes or globbing unless shell=true)",
+                            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                "shell": {"type": "boolean", "description": "Run through /bin/sh (pipes, redirects)"},
+                "timeout": {"type": "number", "description": "Seconds before it is killed (default 30)"},
+            }, "required": ["command"]},
+            read_only=False, run=bind(_run_command), make_preview=lambda args: _run_preview(ws, args),
+        ),
+        Tool(
+            "fetch_url",
+            "Fetch an http(s) URL and return its text (HTML reduced to text), capped in size and time.",
+            {"type": "object", "properties": {
+                "url": {"type": "string", "description": "An http:// or https:// URL"},
+                "max_bytes": {"type": "integer", "description": "Most bytes to read (default 200000)"},
+            }, "required": ["url"]},
+            read_only=True, run=bind(_fetch_url),
+        ),
+    ]
+
+
+BUILTIN_NAMES = ("read_file", "list_directory", "search_files", "write_file", "run_command", "fetch_url")

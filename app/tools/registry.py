@@ -1,0 +1,106 @@
+"""The tool registry: what the aggregator may call, described for the model and run for real."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cancel import CancelToken
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message goes back to the model as the result."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+    read_only: bool  # False: it changes something, so it needs the user's approval
+    run: Callable[[dict[str, Any], CancelToken], str]
+    make_preview: Callable[[dict[str, Any]], str | None] | None = None
+    source: str = "built-in"  # or the MCP server's name
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def preview(self, arguments: dict[str, Any]) -> str | None:
+        if self.make_preview is None:
+            return None
+        try:
+            return self.make_preview(arguments)
+        except ToolError as exc:
+            return f"(no preview: {exc})"
+
+
+@dataclass
+class ToolRegistry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
+        return cls({tool.name: tool for tool in tools})
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self.tools.values()]
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def execute(self, name: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ToolError(f"there is no tool named {name!r}")
+        return tool.run(arguments, cancel)
+
+
+def required(arguments: dict[str, Any], key: str, kind: type = str) -> Any:
+    value = arguments.get(key)
+    if value is None:
+        raise ToolError(f"missing required argument {key!r}")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ToolError(f"argument {key!r} must be {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def optional(arguments: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = arguments.get(key, default)
+    if value is None:
+        return default
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ToolError(f"argument {key!r} must be {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def summarize_arguments(arguments: str, width: int = 60) -> str:
+    """`path=README.md, end_line=40` from the JSON arguments, shortened to one line."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        text = " ".join(arguments.split())
+    else:
+        if isinstance(value, dict):
+            text = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+            text = " ".join(text.split())
+        else:
+            text = json.dumps(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        return arguments

@@ -1,0 +1,236 @@
+"""The tool loop over real HTTP/SSE: the aggregator calls tools, results go back, it answers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+import pytest
+from moa_chat.cancel import CancelToken
+from moa_chat.events import Notice, ToolCallEvent
+from moa_chat.openai_server import Reply, ScriptedToolCall
+from moa_chat.tools import ToolRegistry, Workspace
+from moa_chat.tools.approval import ApprovalPolicy
+from moa_chat.tools.builtin import builtin_tools
+from moa_chat.turn import Turn
+
+ASK = [{"role": "user", "content": "What does README.md say?"}]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "README.md").write_text("# Wire test\n\nThe answer is 42.\n")
+    (tmp_path / "outside.txt").write_text("private")
+    return Workspace(root)
+
+
+@pytest.fixture
+def registry(workspace):
+    return ToolRegistry.of(builtin_tools(workspace))
+
+
+def call(name, arguments, id=None):
+    return ScriptedToolCall(name, json.dumps(arguments) if not isinstance(arguments, str) else arguments, id=id)
+
+
+def turn(config, registry, *, approver=None, observer=None, cancel=None, preset="wire"):
+    return Turn(config, config.preset(preset), tools=registry, approver=approver or ApprovalPolicy(),
+                observer=observer, cancel=cancel)
+
+
+def test_fragmented_tool_call_runs_and_its_result_reaches_the_next_request(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [
+        Reply(text="Reading it.", tool_calls=[call("read_file", {"path": "README.md"}, id="c1")],
+              argument_pieces=7),
+        Reply(text="It says the answer is 42."),
+    ])
+    events = []
+    result = turn(config, registry, observer=events.append).run(ASK)
+    assert result.status == "ok" and result.text == "Reading it.\n\nIt says the answer is 42."
+    first, second = (r.body for r in llm_server.requests_for("agg"))
+    assert [t["function"]["name"] for t in first["tools"]] == list(registry.names())
+    sent = second["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["content"] == "Reading it."
+    assert assistant["tool_calls"] == [{"id": "c1", "type": "function",
+                                        "function": {"name": "read_file", "arguments": '{"path": "README.md"}'}}]
+    tool_message = next(m for m in sent if m["role"] == "tool")
+    assert tool_message["tool_call_id"] == "c1" and "The answer is 42." in tool_message["content"]
+    statuses = [e.status for e in events if isinstance(e, ToolCallEvent)]
+    assert statuses == ["requested", "running", "done"]
+    assert [m["role"] for m in result.new_messages] == ["assistant", "tool", "assistant"]
+
+
+def test_tool_call_only_messages_carry_empty_content_not_null(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("list_directory", {}, id="c1")]), Reply(text="Done.")])
+    turn(config, registry).run(ASK)
+    assistant = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == ""
+
+
+def test_two_parallel_calls_each_get_a_result_in_order(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [
+        Reply(tool_calls=[call("list_directory", {"path": "."}, id="a"),
+                          call("read_file", {"path": "README.md"}, id="b")]),
+        Reply(text="Both seen."),
+    ])
+    result = turn(config, registry).run(ASK)
+    tools = [m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["a", "b"]
+    assert "README.md" in tools[0]["content"] and "answer is 42" in tools[1]["content"]
+    assert result.text == "Both seen."
+
+
+def test_repeated_id_and_name_deltas_run_one_call(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [
+        Reply(tool_calls=[call("read_file", {"path": "README.md"}, id="same")], repeat_call_identity=True,
+              argument_pieces=5),
+        Reply(text="ok"),
+    ])
+    events = []
+    turn(config, registry, observer=events.append).run(ASK)
+    done = [e for e in events if isinstance(e, ToolCallEvent) and e.status == "done"]
+    assert [(e.call_id, e.name) for e in done] == [("same", "read_file")]
+
+
+def test_invalid_json_arguments_go_back_to_the_model_as_an_error(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [
+        Reply(tool_calls=[call("read_file", '{"path": "README.md"', id="bad")]),
+        Reply(text="Sorry, retrying would help."),
+    ])
+    result = turn(config, registry).run(ASK)
+    assert result.status == "ok"
+    tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
+    assert tool["content"].startswith("error: the arguments are not valid JSON")
+    assert "Call read_file again" in tool["content"]
+
+
+def test_unknown_tool_is_an_error_result(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("delete_everything", {}, id="x")]), Reply(text="ok")])
+    turn(config, registry).run(ASK)
+    tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
+    assert "no tool named 'delete_everything'" in tool["content"] and "read_file" in tool["content"]
+
+
+def test_a_changing_tool_asks_first_and_a_denial_reaches_the_model(wire_config, llm_server, registry, workspace):
+    config = wire_config()
+    llm_server.script("agg", [
+        Reply(tool_calls=[call("write_file", {"path": "README.md", "content": "vandalised"}, id="w")]),
+        Reply(text="Understood, I left it alone."),
+    ])
+    asked = []
+
+    def deny(request):
+        asked.append(request)
+        return "deny"
+
+    events = []
+    turn(config, registry, approver=ApprovalPolicy(deny), observer=events.append).run(ASK)
+    assert workspace.root.joinpath("README.md").read_text().startswith("# Wire test")
+    [request] = asked
+    assert request.tool == "write_file" and request.arguments["path"] == "README.md"
+    assert "-# Wire test" in request.preview and "+vandalised" in request.preview
+    tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
+    assert tool["content"] == "denied by the user"
+    assert [e.status for e in events if isinstance(e, ToolCallEvent)] == ["requested", "awaiting_approval", "denied"]
+
+
+def test_allow_for_the_session_asks_only_once(wire_config, llm_server, registry, workspace):
+    config = wire_config()
+    write = {"path": "out.txt", "content": "x"}
+    llm_server.script("agg", [Reply(tool_calls=[call("write_file", write, id="1")]),
+                              Reply(tool_calls=[call("write_file", write, id="2")]), Reply(text="done")])
+    asked = []
+    policy = ApprovalPolicy(lambda request: asked.append(request) or "allow_always")
+    turn(config, registry, approver=policy).run(ASK)
+    assert len(asked) == 1 and workspace.root.joinpath("out.txt").read_text() == "x"
+
+
+def test_reading_tools_never_ask(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("read_file", {"path": "README.md"})]), Reply(text="ok")])
+
+    def never(request):
+        raise AssertionError("read-only tools must not ask")
+
+    assert turn(config, registry, approver=ApprovalPolicy(never)).run(ASK).status == "ok"
+
+
+def test_a_path_outside_the_working_directory_is_refused(wire_config, llm_server, registry):
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("read_file", {"path": "../outside.txt"})]), Reply(text="ok")])
+    turn(config, registry).run(ASK)
+    tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
+    assert "refused" in tool["content"] and "private" not in tool["content"]
+
+
+def test_the_iteration_cap_ends_a_runaway_loop_with_a_note(wire_config, llm_server, registry):
+    config = wire_config("max_iterations: 3")
+    llm_server.script("agg", Reply(tool_calls=[call("list_directory", {})]))
+    events = []
+    result = turn(config, registry, observer=events.append).run(ASK)
+    assert len(llm_server.requests_for("agg")) == 3
+    assert result.status == "ok" and result.iterations == 3
+    notes = [e.text for e in events if isinstance(e, Notice)]
+    assert notes and "Stopped after 3 tool iterations" in notes[0]
+    assert result.new_messages[-1]["role"] == "tool"  # every call still got its result
+
+
+@pytest.mark.parametrize(("fanout", "per_reference"), [("user_turn", 1), ("per_iteration", 3)])
+def test_fanout_user_turn_versus_per_iteration(wire_config, llm_server, registry, fanout, per_reference):
+    config = wire_config(f"fanout: {fanout}")
+    llm_server.script("agg", [Reply(tool_calls=[call("list_directory", {})]),
+                              Reply(tool_calls=[call("read_file", {"path": "README.md"})]), Reply(text="done")])
+    turn(config, registry).run(ASK)
+    assert len(llm_server.requests_for("agg")) == 3
+    for model in ("ref-a", "ref-b", "ref-c"):
+        assert len(llm_server.requests_for(model)) == per_reference
+    last_guidance = llm_server.requests_for("agg")[2].body["messages"][-1]["content"]
+    assert ("written before the tool calls" in last_guidance) == (fanout == "user_turn")
+
+
+def test_references_never_see_tool_schemas_in_the_tool_loop(wire_config, llm_server, registry):
+    config = wire_config("fanout: per_iteration")
+    llm_server.script("agg", [Reply(tool_calls=[call("list_directory", {})]), Reply(text="done")])
+    turn(config, registry).run(ASK)
+    for request in llm_server.requests_for("ref-a"):
+        assert "tools" not in request.body
+        assert all(m["role"] != "tool" for m in request.body["messages"])
+    assert "[result of tool `list_directory`]" in str(llm_server.requests_for("ref-a")[1].body["messages"])
+
+
+def test_escape_interrupts_a_running_tool(wire_config, llm_server, registry):
+    config = wire_config()
+    sleeper = call("run_command", {"command": [sys.executable, "-c", "import time; time.sleep(30)"]})
+    llm_server.script("agg", [Reply(tool_calls=[sleeper]), Reply(text="never asked")])
+    cancel = CancelToken()
+    running = threading.Event()
+
+    def observer(event):
+        if isinstance(event, ToolCallEvent) and event.status == "running":
+            running.set()
+
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", turn(
+        config, registry, approver=ApprovalPolicy(allow_all=True), observer=observer, cancel=cancel).run(ASK)))
+    worker.start()
+    assert running.wait(10)
+    started = time.monotonic()
+    cancel.cancel()
+    worker.join(5)
+    assert time.monotonic() - started < 1
+    result = box["result"]
+    assert result.status == "cancelled"
+    assert result.new_messages[-1] == {"role": "tool", "tool_call_id": result.new_messages[0]["tool_calls"][0]["id"],
+                                       "content": "cancelled by the user"}
+    assert len(llm_server.requests_for("agg")) == 1
