@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Iterable
 from importlib.resources import files
@@ -31,9 +32,13 @@ from ..events import (
 )
 from ..settings import load_settings, save_setting
 from ..startup import preflight
-from ..turn import Turn, TurnResult
+from ..tools import ToolRegistry, Workspace, tools_for
+from ..tools.approval import ApprovalPolicy
+from ..tools.mcp_bridge import McpHub
+from ..turn import ApprovalRequest, Decision, Turn, TurnResult
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from .commands import PresetCommands
+from .screens.approval import ApprovalScreen
 from .screens.help import HelpScreen
 from .screens.preset_picker import PresetPicker
 from .screens.reference_detail import ReferenceDetail
@@ -86,6 +91,12 @@ class MoAChatApp(App[int]):
         self._reply: AssistantReply | None = None
         self._last_reply: AssistantReply | None = None
         self._sidebar_stale = False
+        self.workspace = Workspace(Path.cwd())
+        self.mcp = McpHub(config.mcp_servers)
+        self._mcp_ready = not config.mcp_servers
+        self._tool_warnings_shown: set[str] = set()
+        self.approval = ApprovalPolicy(ask=self._ask_approval)
+        self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
         self._remember_theme = remember_theme
         chosen = theme or load_settings().get("theme")
@@ -113,6 +124,14 @@ class MoAChatApp(App[int]):
             await log.mount(NoticeWidget(self.notice, "info"))
         await self._announce_preflight(self.preset, in_log=True)
         self.query_one(PromptInput).focus()
+        if self.config.mcp_servers:
+            self._start_mcp()
+
+    @work(thread=True, group="mcp", exit_on_error=False)
+    def _start_mcp(self) -> None:
+        """MCP servers start off the UI thread; until they are up, turns use the built-in tools."""
+        self.mcp.start(report=lambda line: self.post_message(CoreEvent(Notice(line, "warning"))))
+        self._mcp_ready = True
 
     def _on_theme_changed(self, theme: Theme) -> None:
         if self._remember_theme:
@@ -165,17 +184,46 @@ class MoAChatApp(App[int]):
         self._reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
         await log.mount(self._reply)
         self.sidebar.start_turn()
+        tools, warnings = tools_for(self.config, preset, self.workspace, self.mcp if self._mcp_ready else None)
+        for line in warnings:
+            if line not in self._tool_warnings_shown:
+                self._tool_warnings_shown.add(line)
+                await log.mount(NoticeWidget(line, "warning"))
         self._cancel = CancelToken()
         self._bridge = TurnBridge(self.post_message)
         self.turn_running = True
-        self._run_turn(preset, list(self.messages), self._cancel, self._bridge)
+        self._run_turn(preset, list(self.messages), self._cancel, self._bridge, tools)
 
     @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
     def _run_turn(self, preset: Preset, messages: list[dict[str, Any]], cancel: CancelToken,
-                  bridge: TurnBridge) -> None:
+                  bridge: TurnBridge, tools: ToolRegistry) -> None:
         """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
-        result = Turn(self.config, preset, observer=bridge, cancel=cancel).run(messages)
-        self.post_message(TurnDone(result))
+        turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools or None,
+                    approver=self.approval)
+        self.post_message(TurnDone(turn.run(messages)))
+
+    def _ask_approval(self, request: ApprovalRequest) -> Decision:
+        """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
+        answer: concurrent.futures.Future[Decision] = concurrent.futures.Future()
+        cancel = self._cancel
+
+        def show() -> None:
+            self._approval_screen = ApprovalScreen(request)
+            self.push_screen(self._approval_screen, answer.set_result)
+
+        self.call_from_thread(show)
+        while True:
+            try:
+                return answer.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                if cancel is not None and cancel.cancelled:
+                    self.call_from_thread(self._close_approval)
+                    return "deny"
+
+    def _close_approval(self) -> None:
+        screen, self._approval_screen = self._approval_screen, None
+        if screen is not None and screen.is_active:
+            screen.dismiss("deny")
 
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
@@ -199,7 +247,9 @@ class MoAChatApp(App[int]):
             await self.chat_log.mount(NoticeWidget(event.text, event.level))
 
     async def on_reply_text(self, message: ReplyText) -> None:
-        text = message.text if message.text is not None else (self._bridge.take() if self._bridge else "")
+        text = message.text
+        if text is None:  # coalesced: collect whatever this segment's epoch has buffered
+            text = self._bridge.take(message.epoch) if self._bridge else ""
         if text and self._reply is not None:
             await self._reply.append_text(text)
 
@@ -239,6 +289,7 @@ class MoAChatApp(App[int]):
     def on_unmount(self) -> None:
         if self._cancel is not None:
             self._cancel.cancel()
+        self.mcp.close()
 
     # ------------------------------------------------------------------ presets
 

@@ -4,6 +4,11 @@ Nothing here touches a widget. Reply text is the one high-rate stream: instead o
 (which floods the queue behind a fast provider), deltas collect in a buffer and a single wake-up message
 is posted whenever the buffer goes from empty to non-empty; the UI drains everything that arrived by the
 time it gets there. The batch size thus adapts to how fast the UI renders.
+
+Order matters around other events (a tool block must sit between the text before it and the text after
+it): at each other event the worker sends the buffered text explicitly, ahead of the event, and starts a
+new epoch. A wake-up from an older epoch then drains nothing, so later text can never jump ahead of an
+event that was posted before it.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ class CoreEvent(Message):
 
 
 class ReplyText(Message):
-    """Reply text is waiting: either carried here, or in the bridge's buffer (text is None)."""
+    """Reply text: carried here, or (text is None) waiting in the bridge's buffer for this epoch."""
 
-    def __init__(self, text: str | None = None) -> None:
+    def __init__(self, text: str | None = None, epoch: int = 0) -> None:
         super().__init__()
         self.text = text
+        self.epoch = epoch
 
 
 class TurnDone(Message):
@@ -46,23 +52,31 @@ class TurnBridge:
         self._post = post
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._epoch = 0
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ReplyDelta):
             with self._lock:
                 wake = not self._pending
                 self._pending.append(event.text)
+                epoch = self._epoch
             if wake:
-                self._post(ReplyText())
+                self._post(ReplyText(epoch=epoch))
             return
         # Text that arrived before this event must render before it (a tool block, the end of the turn).
-        text = self.take()
+        with self._lock:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._epoch += 1
         if text:
             self._post(ReplyText(text))
         self._post(CoreEvent(event))
 
-    def take(self) -> str:
+    def take(self, epoch: int | None = None) -> str:
+        """The buffered text, if `epoch` is still current (None: whatever is buffered)."""
         with self._lock:
+            if epoch is not None and epoch != self._epoch:
+                return ""
             text = "".join(self._pending)
             self._pending.clear()
         return text

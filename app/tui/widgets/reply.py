@@ -95,6 +95,7 @@ class AssistantReply(Vertical):
 
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         await self._close_segment()
+        self.text = result.text or self.text  # segments joined as the conversation keeps them
         self.finished = True
         self.set_status(None)
         if result.status == "failed":
