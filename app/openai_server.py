@@ -266,15 +266,22 @@ class _Handler(BaseHTTPRequestHandler):
 
         self._event(chunk({"role": "assistant", "content": ""}))
         pieces = reply.pieces if reply.pieces is not None else split_words(reply.text)
+        paused = 0.0
+        started = time.monotonic()
         for n, piece in enumerate(pieces):
             if reply.drop_after is not None and n >= reply.drop_after:
                 self._drop()
                 record.disconnected = True
                 return
-            if n and reply.piece_delay and self._wait(reply.piece_delay, record):
+            # Keep to the schedule (start + n × piece_delay) rather than sleeping per piece: at thousands of
+            # tokens per second a sleep per piece would set the pace by timer granularity instead.
+            behind = started + paused + n * reply.piece_delay - time.monotonic()
+            if n and reply.piece_delay and behind > 0 and self._wait(behind, record):
                 return
-            if n and n == reply.pause_after and self._wait(reply.pause, record):
-                return
+            if n and n == reply.pause_after:
+                if self._wait(reply.pause, record):
+                    return
+                paused += reply.pause
             self._event(chunk({"content": piece}))
         for index, (call, call_id) in enumerate(zip(reply.tool_calls, self._call_ids(reply), strict=True)):
             identity = {"id": call_id, "type": "function"}

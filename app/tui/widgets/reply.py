@@ -109,7 +109,15 @@ class AssistantReply(Vertical):
         elif result.status == "failed":
             facts.insert(0, "failed")
         await self.mount(Static(Content(" · ".join(facts)), classes=f"reply-meta -{result.status}"))
-        self.add_class(f"-{result.status}")
+        self._mark(result.status)
+
+    def _mark(self, status: str) -> None:
+        # add_class restyles every descendant, and a long reply has hundreds of Markdown blocks (over a
+        # second for 4,000 tokens: bench/stream_render.py). Only the reply's own border depends on the
+        # status class, so restyle just this node.
+        self.add_class(f"-{status}", update=False)
+        self.app.stylesheet.apply(self)
+        self.refresh(layout=True)
 
     def last_code_block(self) -> str | None:
         blocks = CODE_BLOCK.findall(self.text)
