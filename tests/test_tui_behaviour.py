@@ -259,3 +259,32 @@ async def test_no_key_start_says_demo_in_the_log(home):
         await pilot.pause()
         notices = [str(n.render()) for n in app.query(Notice)]
         assert any("offline demo" in n for n in notices)
+
+
+async def test_the_log_follows_a_streaming_reply_until_the_user_scrolls_up(wire_config, llm_server):
+    config = wire_config()
+    # 80 s of text at 10 lines a second: it outlasts the test, which cancels at the end.
+    paragraphs = [f"Paragraph {i} of a long answer that keeps coming.\n\n" for i in range(400)]
+    llm_server.script("agg", Reply(pieces=paragraphs, text="".join(paragraphs), piece_delay=0.2))
+    app = make_app(config, "wire")
+    async with app.run_test(size=(100, 30)) as pilot:
+        log = app.chat_log
+        await send(pilot, "write a lot")
+        await wait_until(pilot, lambda: log.max_scroll_y > 10, describe=lambda: f"max_scroll_y={log.max_scroll_y}")
+        await wait_until(pilot, lambda: log.scroll_y == log.max_scroll_y > 10)  # following the newest text
+
+        await pilot.press("pageup")  # from the prompt, which keeps focus
+        assert isinstance(app.focused, PromptInput)
+        held = log.scroll_y
+        assert held < log.max_scroll_y
+        grown = log.max_scroll_y + 10
+        await wait_until(pilot, lambda: log.max_scroll_y > grown)
+        assert log.scroll_y == held  # the reader's place is kept while the reply grows
+
+        while log.scroll_y < log.max_scroll_y:
+            await pilot.press("pagedown")
+        grown = log.max_scroll_y + 10
+        await wait_until(pilot, lambda: log.max_scroll_y > grown)
+        await wait_until(pilot, lambda: log.scroll_y == log.max_scroll_y)  # following again
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.turn_running)

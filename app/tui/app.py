@@ -69,6 +69,9 @@ class MoAChatApp(App[int]):
         Binding("shift+f3", "previous_preset", "Previous preset", id="previous_preset", show=False),
         Binding("escape", "cancel_turn", "Cancel", id="cancel_turn"),
         Binding("f4", "toggle_sidebar", "Sidebar", id="toggle_sidebar"),
+        # Priority: the prompt would take them to move its cursor; reading back matters more while typing.
+        Binding("pageup", "scroll_log(-1)", "Scroll up", id="scroll_log_up", show=False, priority=True),
+        Binding("pagedown", "scroll_log(1)", "Scroll down", id="scroll_log_down", show=False, priority=True),
         Binding("f5", "copy_reply", "Copy reply", id="copy_reply"),
         # Priority: the prompt (a TextArea) uses F6 to select a line.
         Binding("f6", "copy_code", "Copy code", id="copy_code", show=False, priority=True),
@@ -345,6 +348,14 @@ class MoAChatApp(App[int]):
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
         sidebar.display = not sidebar.display
+
+    def action_scroll_log(self, direction: int) -> None:
+        # Scrolling up releases the log's anchor, so a streaming reply stops pulling the view down;
+        # paging back to the bottom anchors it again.
+        if direction < 0:
+            self.chat_log.scroll_page_up(animate=False)
+        else:
+            self.chat_log.scroll_page_down(animate=False)
 
     def action_copy_reply(self) -> None:
         if self._last_reply is None or not self._last_reply.text:

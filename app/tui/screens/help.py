@@ -18,6 +18,7 @@ HELP = """\
 | **F2** | pick a preset |
 | **F3 / Shift+F3** | next / previous preset |
 | **F4** | show or hide the reference sidebar |
+| **PgUp / PgDn** | scroll the conversation (scrolled up, a streaming reply stops pulling the view down) |
 | **Tab** to a card, **Enter** | read that reference's full answer |
 | **F5** | copy the last reply |
 | **F6** | copy the last code block |
@@ -27,7 +28,7 @@ HELP = """\
 
 Keys can be remapped in `config.yaml` under `keymap:` by binding id, e.g. `next_preset: f8`.
 Ids: `preset_picker`, `next_preset`, `previous_preset`, `cancel_turn`, `toggle_sidebar`,
-`copy_reply`, `copy_code`, `new_conversation`, `help`, `quit`.
+`scroll_log_up`, `scroll_log_down`, `copy_reply`, `copy_code`, `new_conversation`, `help`, `quit`.
 """
 
 
