@@ -114,6 +114,7 @@ class _Progress:
         self._wrote_reply = False
         self._any_reply = False
         self._after_tools = False
+        self._line_closed = False
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -122,12 +123,15 @@ class _Progress:
             if isinstance(event, ReplyDelta):
                 if self.out is not None:
                     if self._after_tools and self._any_reply:
-                        self.out.write("\n\n")  # the reply goes on after its tool calls
+                        # A blank line between the text before the tool calls and the text after them; the
+                        # first newline may already be out, written to end the line before a progress line.
+                        self.out.write("\n" if self._line_closed else "\n\n")
                     self._after_tools = False
                     self._any_reply = True
                     self.out.write(event.text)
                     self.out.flush()
                     self._wrote_reply = True
+                    self._line_closed = False
                 return
             line = self._describe(event)
             if line and not self.quiet:
@@ -135,6 +139,7 @@ class _Progress:
                     self.out.write("\n")
                     self.out.flush()
                     self._wrote_reply = False
+                    self._line_closed = True
                 self.err.write(line + "\n")
                 self.err.flush()
 

@@ -206,7 +206,8 @@ def _report_on_tools(results: list[tuple[str, str]]) -> str:
         if name == "list_directory" and body:
             entries = [line.split("  (")[0] for line in body[1:] if not line.startswith("[")]
             shown = ", ".join(f"`{e}`" for e in entries[:12]) + (" …" if len(entries) > 12 else "")
-            lines.append(f"- **The folder** holds {len(entries)} entries: {shown}")
+            count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+            lines.append(f"- **The folder** holds {count}: {shown}")
         elif name == "read_file" and body:
             first = next((line.lstrip("# ").strip() for line in body[1:] if line.strip()), "")
             lines.append(f"- **{body[0].split(' (')[0]}** opens with: “{_quote(first, 100)}”")

@@ -71,6 +71,12 @@ def test_usage_and_config_errors_exit_2_with_one_line(home):
     result = run("ask", "q")
     assert result.returncode == 2 and "invalid YAML at line" in result.stderr and "config.yaml" in result.stderr
     assert result.stdout == ""
+    # The interactive app checks the same things before it takes over the terminal.
+    result = run("--preset", "nope")
+    assert result.returncode == 2 and "invalid YAML at line" in result.stderr and result.stdout == ""
+    write_config(home, "")
+    result = run("--preset", "nope")
+    assert result.returncode == 2 and "unknown preset 'nope'" in result.stderr and result.stdout == ""
 
 
 def test_missing_key_for_the_aggregator_names_the_variable(home):
@@ -106,6 +112,12 @@ def test_ask_with_tools_lists_the_folder_and_reads_the_readme(home, tmp_path):
     result = run_in(root, "ask", "What files are in this folder and what does README.md say?", "--preset", "demo")
     assert result.returncode == 0, result.stderr
     assert "`app.py`" in result.stdout and "“Tiny”" in result.stdout
+    assert "holds 2 entries" in result.stdout
+    # One blank line between the words before the tool calls and the reply after them, with or without
+    # progress lines on stderr in between.
+    assert "first.\n\n*Simulated reply" in result.stdout
+    quiet = run_in(root, "ask", "What files are in this folder?", "--preset", "demo", "-q")
+    assert "first.\n\n*Simulated reply" in quiet.stdout and quiet.stderr == ""
     assert "⚙ list_directory(path=.) done" in result.stderr
     assert "⚙ read_file(path=README.md, end_line=40) done" in result.stderr
 

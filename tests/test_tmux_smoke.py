@@ -37,14 +37,26 @@ class Tmux:
         raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
 
 
-def test_chat_on_the_demo_preset_in_a_real_terminal(home):
-    tmux = Tmux(f"moa-smoke-{os.getpid()}")
+def start(tmux: Tmux, home, cwd=None) -> None:
     # A clean environment: an inherited COLUMNS/LINES would override the pane's real size.
     env = {"MOA_CHAT_HOME": str(home), "MOA_CHAT_DEMO_PACE": "0.2", "TERM": "xterm-256color",
            "LANG": "C.UTF-8", "HOME": str(home), "PATH": os.environ.get("PATH", "")}
     command = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + \
         f" {shlex.quote(sys.executable)} -m moa_chat --preset demo"
-    tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", "-c", str(cwd or home), command)
+
+
+def quit_and_wait(tmux: Tmux) -> None:
+    tmux("send-keys", "-t", "smoke", "C-q")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "smoke" in tmux("list-sessions", check=False):
+        time.sleep(0.2)
+    assert "smoke" not in tmux("list-sessions", check=False)
+
+
+def test_chat_on_the_demo_preset_in_a_real_terminal(home):
+    tmux = Tmux(f"moa-smoke-{os.getpid()}")
+    start(tmux, home)
     try:
         tmux.wait_for("Ask the panel")
         tmux("send-keys", "-t", "smoke", "-l", "How do I test a command-line tool?")
@@ -55,10 +67,33 @@ def test_chat_on_the_demo_preset_in_a_real_terminal(home):
         for label in ("simulated-analyst", "simulated-skeptic", "simulated-pragmatist"):
             assert f"✓ demo:{label}" in screen
         assert screen.count("done ") >= 4  # three references and the aggregator finished
-        tmux("send-keys", "-t", "smoke", "C-q")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and "smoke" in tmux("list-sessions", check=False):
-            time.sleep(0.2)
-        assert "smoke" not in tmux("list-sessions", check=False)
+        quit_and_wait(tmux)
+    finally:
+        tmux("kill-server", check=False)
+
+
+def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_path):
+    from moa_chat.demo import DEMO_NOTE
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Smoke project\n\nUsed by the tmux test.\n")
+    tmux = Tmux(f"moa-smoke-tools-{os.getpid()}")
+    start(tmux, home, cwd=project)
+    try:
+        tmux.wait_for("Ask the panel")
+        tmux("send-keys", "-t", "smoke", "-l", "What files are in this folder and what does README.md say?")
+        tmux("send-keys", "-t", "smoke", "Enter")
+        screen = tmux.wait_for("opens with")
+        assert "list_directory" in screen and "read_file" in screen and "“Smoke project”" in screen
+        tmux.wait_for("demo · demo:simulated-synthesizer ·")
+        tmux("send-keys", "-t", "smoke", "-l", "Please write a note file about it")
+        tmux("send-keys", "-t", "smoke", "Enter")
+        screen = tmux.wait_for("Allow once")
+        assert DEMO_NOTE in screen and not (project / DEMO_NOTE).exists()
+        tmux("send-keys", "-t", "smoke", "y")
+        tmux.wait_for("created " + DEMO_NOTE)
+        assert (project / DEMO_NOTE).read_text().startswith("# Notes")
+        quit_and_wait(tmux)
     finally:
         tmux("kill-server", check=False)
