@@ -1,7 +1,9 @@
 """Cooperative cancellation for a turn: a flag the engine checks, plus closers for open HTTP streams.
 
 Checking a flag alone is not prompt: a thread blocked reading a silent stream would only notice at the
-next chunk. Closing the stream's connection ends that read at once.
+next chunk. Closing the stream's connection ends that read at once. Before there is a stream — a request
+waiting for the provider's first byte, which a reasoning model can make a minute — there is nothing to
+close yet, so `call` runs the request on a daemon thread and walks away from it when cancelled.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Cancelled(Exception):
@@ -63,3 +68,41 @@ class CancelToken:
         finally:
             with self._lock:
                 self._closers.pop(handle, None)
+
+    def call(self, request: Callable[[], T], *, discard: Callable[[T], object] | None = None,
+             name: str = "moa-request") -> T:
+        """Run a blocking request so that cancelling returns at once, with Cancelled.
+
+        The request runs on a daemon thread, so an abandoned one never holds up the process's exit. When it
+        answers after all, its result goes to `discard` (to close the stream nobody will read).
+        """
+        self.raise_if_cancelled()
+        finished = threading.Event()
+        lock = threading.Lock()
+        outcome: list[tuple[bool, object]] = []
+        abandoned = False
+
+        def run() -> None:
+            try:
+                result: tuple[bool, object] = (True, request())
+            except BaseException as exc:
+                result = (False, exc)
+            with lock:
+                outcome.append(result)
+                late = abandoned
+            finished.set()
+            if late and result[0] and discard is not None:
+                with contextlib.suppress(Exception):
+                    discard(result[1])  # type: ignore[arg-type]
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+        with contextlib.suppress(Cancelled), self.closing(finished.set):
+            finished.wait()
+        with lock:
+            if not outcome:
+                abandoned = True
+                raise Cancelled()
+            ok, value = outcome[0]
+        if ok:
+            return value  # type: ignore[return-value]
+        raise value  # type: ignore[misc]

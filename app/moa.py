@@ -77,6 +77,7 @@ class MoAChatCompletions:
         and ignored: the preset decides the models and their settings.
         """
         observer = observer or self.observer
+        interruptible = cancel is not None
         cancel = cancel or CancelToken()
         results, reused = self._guidance(messages, cancel, observer)
         cancel.raise_if_cancelled()
@@ -107,6 +108,8 @@ class MoAChatCompletions:
                 request["timeout"] = read_timeout
         elif aggregator.timeout is not None:
             request["timeout"] = aggregator.timeout
+        if interruptible:  # Esc must not wait for the aggregator's first byte
+            return cancel.call(lambda: call_llm(**request), discard=close_stream, name="moa-aggregator")
         return call_llm(**request)
 
     # ------------------------------------------------------------------ references
@@ -274,7 +277,8 @@ class _FanOut:
         }
         if ref.timeout is not None:
             request["timeout"] = ref.timeout
-        result = call_llm(**request)
+        # The pool's threads are joined at exit: never leave one waiting on a provider after a cancel.
+        result = self.cancel.call(lambda: call_llm(**request), discard=close_stream, name="moa-reference-request")
         assembler = StreamAssembler()
         if is_complete_response(result):
             # A substituted call_llm (or a server that ignores stream=True) may answer in one piece.

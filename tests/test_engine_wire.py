@@ -314,3 +314,29 @@ def test_reference_timeout_closes_a_silent_reference_stream(wire_config, llm_ser
     while llm_server.requests_for("ref-a")[0].finished_at is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert llm_server.requests_for("ref-a")[0].disconnected
+
+
+def test_cancel_is_prompt_while_the_aggregator_waits_for_its_first_byte(wire_config, llm_server):
+    """A reasoning model can take a minute to send headers; Esc must not wait for them, nor must exit."""
+    config = wire_config()
+    llm_server.script("agg", Reply(text="too late", delay=30))
+    cancel = CancelToken()
+    started = threading.Event()
+
+    def observer(event):
+        if type(event).__name__ == "AggregatorStarted":
+            started.set()
+
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault(
+        "result", Turn(config, config.preset("wire"), observer=observer, cancel=cancel).run(QUESTION)))
+    worker.start()
+    assert started.wait(5)
+    time.sleep(0.3)  # the request is out, no byte back yet
+    pressed = time.monotonic()
+    cancel.cancel()
+    worker.join(5)
+    assert time.monotonic() - pressed < 0.5
+    assert box["result"].status == "cancelled"
+    # What still waits on the provider is a daemon thread: it cannot hold up the process's exit.
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("moa-"))
