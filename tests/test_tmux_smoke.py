@@ -91,6 +91,7 @@ def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_pa
         tmux("send-keys", "-t", "smoke", "Enter")
         screen = tmux.wait_for("Allow once")
         assert DEMO_NOTE in screen and not (project / DEMO_NOTE).exists()
+        time.sleep(1)  # letter keys decide only after a quiet moment (ApprovalScreen.QUIET_SECONDS)
         tmux("send-keys", "-t", "smoke", "y")
         tmux.wait_for("created " + DEMO_NOTE)
         assert (project / DEMO_NOTE).read_text().startswith("# Notes")

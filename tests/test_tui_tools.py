@@ -54,7 +54,7 @@ async def test_a_changing_tool_waits_for_approval_then_runs(home, project):
     app = make_app(load_config(), "demo")
     async with app.run_test(size=(110, 40)) as pilot:
         await send(pilot, "Please write a note file about caching")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.armed)
         block = app.query_one(ToolBlock)
         assert block.event.status == "awaiting_approval"
         assert not (project / DEMO_NOTE).exists()
@@ -68,7 +68,7 @@ async def answer_write_request(pilot, key: str) -> None:
     """Ask the demo to write a note, answer the approval modal with `key`, wait for the turn to end."""
     app = pilot.app
     await send(pilot, "Please write a note file about caching")
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.armed)
     await pilot.press(key)
     await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantReply).last().finished)
 
@@ -136,3 +136,19 @@ def test_snapshot_approval_modal(snap_compare, home, project, _frozen):
         await settle(pilot)
 
     assert snap_compare(make_app(load_config(), "demo"), terminal_size=(110, 36), run_before=run_before)
+
+
+async def test_typing_when_the_approval_pops_up_decides_nothing(home, project):
+    """The user is typing the next prompt when the modal opens: "and also" must not allow anything."""
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(110, 40)) as pilot:
+        await send(pilot, "Please write a note file about caching")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        for key in "and also yes":
+            await pilot.press("space" if key == " " else key)
+        assert isinstance(app.screen, ApprovalScreen) and not app.screen.armed
+        await wait_until(pilot, lambda: app.screen.armed)  # a quiet keyboard: now a key is a decision
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not app.turn_running)
+        assert app.query_one(ToolBlock).event.status == "denied"
+        assert not (project / DEMO_NOTE).exists()

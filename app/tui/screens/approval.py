@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -31,15 +33,24 @@ def colour_diff(text: str) -> Content:
 
 
 class ApprovalScreen(ModalScreen[Decision]):
+    """The modal opens by itself, mid-turn, maybe while the user is typing the next prompt: a stray "a" in
+    "and also" must not allow a tool for the whole session. Letter keys decide only once the keyboard
+    has been quiet for QUIET_SECONDS (since the modal opened or the last other key); Esc always denies,
+    and clicks always count."""
+
+    QUIET_SECONDS = 0.6
+
     BINDINGS = [
         Binding("y", "decide('allow_once')", "Allow once", id="approve_once"),
         Binding("a", "decide('allow_always')", "Allow for session", id="approve_session"),
-        Binding("n,escape", "decide('deny')", "Deny", id="deny"),
+        Binding("n", "decide('deny')", "Deny", id="deny"),
+        Binding("escape", "deny_now", "Deny", id="deny_now", show=False),
     ]
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
         self.request = request
+        self._quiet_since = time.monotonic()  # real time: the frozen test clock would never arm it
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -61,10 +72,26 @@ class ApprovalScreen(ModalScreen[Decision]):
                 yield Button(Content("Deny  [n]"), id="deny", variant="error")
 
     def on_mount(self) -> None:
+        self._quiet_since = time.monotonic()
         self.query_one("#deny", Button).focus()
 
+    @property
+    def armed(self) -> bool:
+        return time.monotonic() - self._quiet_since >= self.QUIET_SECONDS
+
+    def on_key(self, event: events.Key) -> None:
+        # Keys nobody here handles mean the user is typing, not deciding.
+        if event.key not in ("y", "a", "n", "escape", "tab", "shift+tab", "enter", "left", "right"):
+            self._quiet_since = time.monotonic()
+
     def action_decide(self, decision: Decision) -> None:
+        if not self.armed:
+            self._quiet_since = time.monotonic()  # a run of letters is typing, however it ends
+            return
         self.dismiss(decision)
+
+    def action_deny_now(self) -> None:
+        self.dismiss("deny")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id)  # type: ignore[arg-type]
