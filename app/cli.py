@@ -7,6 +7,7 @@ Exit status: 0 success, 1 the turn failed, 2 a usage or configuration error (one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -225,7 +226,11 @@ def _run_interruptibly(turn: Turn, messages: list[dict[str, Any]], cancel: Cance
             worker.join(0.1)
     except KeyboardInterrupt:
         cancel.cancel()
-        worker.join(5)
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+            worker.join(5)
+    if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
+        print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
     return box["result"]
 
 

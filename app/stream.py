@@ -38,6 +38,8 @@ class ToolCall:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}): {text[:200]}"
+        except RecursionError:
+            return None, "the arguments nest too deeply to parse"
         if not isinstance(value, dict):
             return None, f"the arguments must be a JSON object, not {type(value).__name__}"
         return value, None
@@ -58,7 +60,7 @@ class _CallBuilder:
     def looks_complete(self) -> bool:
         try:
             json.loads(self.args_text())
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         return True
 
@@ -123,7 +125,7 @@ class StreamAssembler:
             index = max(self._by_index, default=0)
             if call_id and self._calls and self._calls[self._by_index[index]].id not in ("", call_id):
                 index += 1
-        builder = self._builder_for(index, call_id)
+        builder = self._builder_for(index, call_id, bool(name))
         if call_id and not builder.id:
             builder.id = call_id
         if name:
@@ -135,13 +137,15 @@ class StreamAssembler:
         if args:
             builder.arguments.append(args)
 
-    def _builder_for(self, index: int, call_id: str) -> _CallBuilder:
+    def _builder_for(self, index: int, call_id: str, named: bool) -> _CallBuilder:
         position = self._by_index.get(index)
         if position is not None:
             current = self._calls[position]
-            if not (call_id and current.id and call_id != current.id and current.looks_complete()):
+            new_id = bool(call_id and current.id and call_id != current.id)
+            if not (new_id and (named or current.looks_complete())):
                 return current
-            # Same index, new id, previous call complete: a server that numbers every call 0.
+            # Same index, a new id with a name or after complete arguments: a server that numbers every
+            # call 0 (a call without arguments never looks complete, so the name must count too).
         builder = _CallBuilder()
         self._calls.append(builder)
         self._by_index[index] = len(self._calls) - 1

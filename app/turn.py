@@ -76,6 +76,7 @@ class TurnResult:
 
 DENIED = "denied by the user"
 CANCELLED = "cancelled by the user"
+NOT_RUN = "error: not run, the turn failed before this call could run"
 
 
 class Turn:
@@ -123,6 +124,7 @@ class Turn:
                 stream = facade.create(messages=conversation, tools=schemas, stream=True, cancel=self.cancel,
                                        observer=self._watch)
                 assembler = self._consume(stream, iteration)
+                self._assembler = None  # consumed whole: its text goes in below, not as a partial
                 usages.append(assembler.usage)
                 calls = assembler.tool_calls()
                 if assembler.text:
@@ -142,13 +144,13 @@ class Turn:
                 self.cancel.raise_if_cancelled()
         except Cancelled:
             status, error = "cancelled", CANCELLED
-            self._keep_partial(texts, added)
+            self._keep_partial(texts, added, CANCELLED)
         except LLMCallError as exc:
             status, error = "failed", str(exc)
-            self._keep_partial(texts, added)
+            self._keep_partial(texts, added, NOT_RUN)
         except Exception as exc:  # a provider fault must never take the conversation with it
             status, error = "failed", f"{aggregator.label} failed: {describe_error(exc)}"
-            self._keep_partial(texts, added)
+            self._keep_partial(texts, added, NOT_RUN)
         references = facade.last_references
         usages.extend(r.usage for fanout in facade.fanouts for r in fanout)
         result = TurnResult(
@@ -211,8 +213,15 @@ class Turn:
         ))
         return assembler
 
-    def _keep_partial(self, texts: list[str], added: list[dict[str, Any]]) -> None:
-        """Whatever streamed before a failure or cancel stays in the conversation."""
+    def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:
+        """Whatever streamed before a failure or cancel stays in the conversation, and the conversation
+        stays valid: a tool call left without its tool message would make every later request fail."""
+        answered = {m.get("tool_call_id") for m in added if m.get("role") == "tool"}
+        for message in list(added):
+            for part in message.get("tool_calls") or []:
+                if part["id"] not in answered:
+                    added.append({"role": "tool", "tool_call_id": part["id"], "content": why})
+                    answered.add(part["id"])
         if self._assembler is not None and self._assembler.text:
             texts.append(self._assembler.text)
             added.append({"role": "assistant", "content": self._assembler.text})
@@ -229,7 +238,15 @@ class Turn:
                 emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, "cancelled",
                                                   CANCELLED, iteration=iteration))
                 continue
-            replies.append(_tool_message(call, self._run_tool(call, iteration)))
+            try:
+                result = self._run_tool(call, iteration)
+            except Cancelled:
+                raise
+            except Exception as exc:  # a fault around a tool is the model's news, not the end of the turn
+                result = f"error: {type(exc).__name__}: {exc}"
+                emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, "failed", result,
+                                                  iteration=iteration))
+            replies.append(_tool_message(call, result))
         return replies
 
     def _run_tool(self, call: ToolCall, iteration: int) -> str:
@@ -257,7 +274,7 @@ class Turn:
             if self.cancel.cancelled:
                 report("cancelled", CANCELLED)
                 return CANCELLED
-            if decision == "deny":
+            if decision not in ("allow_once", "allow_always"):  # anything unexpected denies
                 report("denied", DENIED, 0.0)
                 return DENIED
         report("running")

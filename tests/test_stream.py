@@ -96,3 +96,10 @@ def test_reasoning_deltas_are_kept_apart_from_the_answer():
     a.feed({"choices": [{"delta": {"reasoning_content": "thinking..."}}]})
     a.feed({"choices": [{"delta": {"content": "Answer."}, "finish_reason": "stop"}]})
     assert (a.text, a.reasoning, a.finish_reason) == ("Answer.", "thinking...", "stop")
+
+
+def test_a_call_without_arguments_then_a_new_call_at_index_zero_stay_two_calls():
+    a = StreamAssembler()
+    for chunk in (_delta(0, "a", "list_directory", ""), _delta(0, "b", "read_file", '{"path": "x"}')):
+        a.feed(chunk)
+    assert [(c.id, c.name) for c in a.tool_calls()] == [("a", "list_directory"), ("b", "read_file")]

@@ -234,3 +234,29 @@ def test_escape_interrupts_a_running_tool(wire_config, llm_server, registry):
     assert result.new_messages[-1] == {"role": "tool", "tool_call_id": result.new_messages[0]["tool_calls"][0]["id"],
                                        "content": "cancelled by the user"}
     assert len(llm_server.requests_for("agg")) == 1
+
+
+@pytest.mark.parametrize("arguments", [{"path": ".", "content": "x"}, "[" * 100_000])
+def test_a_tool_that_breaks_is_an_error_result_not_a_broken_turn(wire_config, llm_server, registry, arguments):
+    """A directory as write_file's path (its preview cannot read it) or arguments nested past the JSON
+    parser's depth: the model hears about it and the conversation stays valid."""
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("write_file", arguments, id="w")]), Reply(text="noted")])
+    result = turn(config, registry, approver=ApprovalPolicy(allow_all=True)).run(ASK)
+    assert result.status == "ok" and result.text == "noted"
+    tool_message = next(m for m in result.new_messages if m["role"] == "tool")
+    assert tool_message["tool_call_id"] == "w" and tool_message["content"].startswith("error: ")
+
+
+def test_an_approver_that_fails_denies_nothing_silently_and_keeps_the_turn(wire_config, llm_server, registry):
+    def broken(request):
+        raise RuntimeError("the approval dialog went away")
+
+    config = wire_config()
+    write = {"path": "out.txt", "content": "x"}
+    llm_server.script("agg", [Reply(tool_calls=[call("write_file", write, id="w")]), Reply(text="ok")])
+    result = turn(config, registry, approver=broken).run(ASK)
+    assert result.status == "ok"
+    assert {"role": "tool", "tool_call_id": "w",
+            "content": "error: RuntimeError: the approval dialog went away"} in result.new_messages
+    assert not any(m["role"] == "tool" and "created" in m["content"] for m in result.new_messages)

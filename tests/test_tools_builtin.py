@@ -178,3 +178,25 @@ def test_tool_selection_by_preset_and_global_setting(home, ws):
 def test_reading_past_the_end_is_not_called_a_cut(tools):
     text = run(tools, "read_file", path="README.md", end_line=40)
     assert "cut" not in text and text.startswith("README.md (lines 1–3 of 3)")
+
+
+def test_read_file_reads_on_past_the_first_bytes_of_a_large_file(tools, ws):
+    (ws.root / "large.txt").write_text("".join(f"line {i} " + "x" * 100 + "\n" for i in range(1, 5001)))
+    first = run(tools, "read_file", path="large.txt")
+    assert "Ask for start_line=" in first and "of 5,000)" in first.splitlines()[0]
+    later = run(tools, "read_file", path="large.txt", start_line=4000, end_line=4001)
+    assert later.splitlines()[1].startswith("line 4000 ") and later.splitlines()[2].startswith("line 4001 ")
+    with pytest.raises(ToolError, match="past the end"):
+        run(tools, "read_file", path="large.txt", start_line=6000)
+
+
+def test_search_skips_what_is_not_a_regular_file(tools, ws):
+    os.mkfifo(ws.root / "pipe.txt")  # reading it would block forever
+    started = time.monotonic()
+    assert "README.md:1:" in run(tools, "search_files", query="Demo")
+    assert time.monotonic() - started < 5
+
+
+def test_run_command_refuses_a_timeout_that_is_not_finite(tools):
+    with pytest.raises(ToolError, match="timeout"):
+        run(tools, "run_command", command=[sys.executable, "-c", "pass"], timeout=float("nan"))

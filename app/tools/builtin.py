@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
 import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import time
 import urllib.error
@@ -22,6 +24,7 @@ from .workspace import Workspace
 
 MAX_READ_BYTES = 200_000
 MAX_READ_LINES = 2_000
+MAX_COUNT_BYTES = 50_000_000  # past this, read_file does not read to the end just to count lines
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_RESULTS = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
@@ -56,24 +59,43 @@ def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
     if start < 1 or (end and end < start):
         raise ToolError("start_line must be >= 1 and end_line >= start_line")
     size = path.stat().st_size
+    rel = ws.relative(path)
+    chosen: list[str] = []
+    used = 0
+    last = start - 1
+    cut = False  # lines in the asked range left out by the caps
+    count = 0
+    counted_all = True
     with path.open("rb") as handle:
-        data = handle.read(MAX_READ_BYTES + 1)
-    if _is_binary(data):
-        raise ToolError(f"{ws.relative(path)} is a binary file ({size:,} bytes); not shown")
-    truncated_bytes = len(data) > MAX_READ_BYTES
-    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    last = min(end or len(lines), len(lines), start - 1 + MAX_READ_LINES)
-    chosen = lines[start - 1 : last]
+        if _is_binary(handle.read(8192)):
+            raise ToolError(f"{rel} is a binary file ({size:,} bytes); not shown")
+        handle.seek(0)
+        # Line by line from the top, so any part of a large file can be read, not only its first bytes.
+        for count, raw in enumerate(handle, 1):
+            if count < start:
+                continue
+            if cut or (end and count > end):
+                if size > MAX_COUNT_BYTES:  # the total is not worth reading a huge file for
+                    counted_all = False
+                    break
+                continue
+            if count % 1000 == 0:
+                cancel.raise_if_cancelled()
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if len(chosen) >= MAX_READ_LINES or used + len(line) > MAX_READ_BYTES:
+                cut = True
+                continue
+            chosen.append(line)
+            used += len(line) + 1
+            last = count
+    total = f"{count:,}{'' if counted_all else '+'}"
+    if start > count and counted_all:
+        raise ToolError(f"start_line {start} is past the end of {rel} ({total} lines)")
     notes = []
-    if last < min(end or len(lines), len(lines)) or truncated_bytes:
-        notes.append(
-            f"[cut: showing lines {start}–{last}; the file has {size:,} bytes"
-            + (f", {len(lines):,}+ lines" if truncated_bytes else f", {len(lines):,} lines")
-            + f". Ask for start_line={last + 1} to read on.]"
-        )
-    header = f"{ws.relative(path)} (lines {start}–{last} of {len(lines)}{'+' if truncated_bytes else ''})"
-    return "\n".join([header, *chosen, *notes])
+    if cut:
+        notes.append(f"[cut: showing lines {start}–{last}; the file has {size:,} bytes, {total} lines. "
+                     f"Ask for start_line={last + 1} to read on.]")
+    return "\n".join([f"{rel} (lines {start}–{last} of {total})", *chosen, *notes])
 
 
 # --------------------------------------------------------------------------- list_directory
@@ -121,7 +143,9 @@ def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> s
             if not fnmatch.fnmatch(name, pattern) or file.is_symlink():
                 continue
             try:
-                if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                info = file.stat()
+                # Only regular files: reading a FIFO or a device would block or never end.
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
                     continue
                 data = file.read_bytes()
             except OSError:
@@ -194,7 +218,8 @@ def _run_preview(ws: Workspace, args: dict[str, Any]) -> str:
 def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
     argv, shell = _command_argv(args)
     timeout = args.get("timeout", 30) or 30
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
+            or timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds")
     timeout = min(float(timeout), MAX_COMMAND_TIMEOUT)
     try:
@@ -217,7 +242,10 @@ def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> st
                 stopped = f"timed out after {timeout:g}s"
             if stopped:
                 _kill_group(process)
-                stdout, stderr = process.communicate()
+                try:
+                    stdout, stderr = process.communicate(timeout=5)
+                except subprocess.TimeoutExpired:  # a grandchild outside the group still holds the pipes
+                    stdout, stderr = b"", b"(output lost: a process outside the group kept the pipes open)"
                 break
     if stopped == "cancelled by the user":
         raise Cancelled()
@@ -282,7 +310,7 @@ def _fetch_url(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
                 cancel.raise_if_cancelled()
                 if time.monotonic() - started > timeout:
                     raise ToolError(f"gave up after {timeout:g}s")
-                chunk = response.read(16_384)
+                chunk = response.read1(16_384)  # what has arrived: read() would wait for all 16 KB
                 if not chunk:
                     break
                 chunks.append(chunk)

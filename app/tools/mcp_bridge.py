@@ -63,8 +63,12 @@ class McpServer:
         except BaseException as exc:
             self.close()
             raise ToolError(_describe(exc)) from None
-        listed = self._call("list_tools", timeout=START_TIMEOUT)
-        self.tools = [self._as_tool(t) for t in listed.tools]
+        try:
+            listed = self._call("list_tools", timeout=START_TIMEOUT)
+            self.tools = [self._as_tool(t) for t in listed.tools]
+        except BaseException as exc:  # the SDK's own errors (McpError, ...) as much as ours
+            self.close()
+            raise ToolError(str(exc) if isinstance(exc, ToolError) else _describe(exc)) from None
 
     async def _run(self) -> None:
         from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -173,7 +177,9 @@ class McpHub:
             server = McpServer(config, self._loop)
             try:
                 server.start()
-            except ToolError as exc:
+            except Exception as exc:  # one broken server must not keep the others (or the app) from starting
+                with contextlib.suppress(Exception):
+                    server.close()
                 self.failures[name] = str(exc)
                 if report is not None:
                     report(f"MCP server {name!r} failed to start and is skipped: {exc}")

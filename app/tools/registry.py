@@ -35,6 +35,8 @@ class Tool:
             return self.make_preview(arguments)
         except ToolError as exc:
             return f"(no preview: {exc})"
+        except Exception as exc:  # a preview is a courtesy: it must never stand between the user and the choice
+            return f"(no preview: {type(exc).__name__}: {exc})"
 
 
 @dataclass
@@ -88,7 +90,7 @@ def summarize_arguments(arguments: str, width: int = 60) -> str:
     """`path=README.md, end_line=40` from the JSON arguments, shortened to one line."""
     try:
         value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # nested past the parser's depth is not a JSONDecodeError
         text = " ".join(arguments.split())
     else:
         if isinstance(value, dict):
@@ -102,5 +104,5 @@ def summarize_arguments(arguments: str, width: int = 60) -> str:
 def pretty_arguments(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return arguments

@@ -83,11 +83,13 @@ class AssistantReply(Vertical):
     async def tool_event(self, event: ToolCallEvent) -> None:
         from .tool_block import ToolBlock
 
-        block = self._tools.get(event.call_id)
+        # Ids made up for servers that send none (call_0, ...) repeat in each round of the tool loop.
+        key = f"{event.iteration}:{event.call_id}"
+        block = self._tools.get(key)
         if block is None:
             await self._close_segment()
             block = ToolBlock(event)
-            self._tools[event.call_id] = block
+            self._tools[key] = block
             self.set_status(None)
             await self.mount(block)
         else:
