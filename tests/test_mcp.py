@@ -93,3 +93,14 @@ def test_presets_can_name_a_whole_mcp_server_in_tools(home, llm_server, tmp_path
         assert registry.names() == ["read_file", "tiny__add", "tiny__remember", "tiny__fail"] and not warnings
     finally:
         hub.close()
+
+
+def test_names_that_sanitising_or_the_64_character_cut_would_merge_stay_distinct():
+    from moa_chat.tools.mcp_bridge import _unique, tool_name
+
+    first, second = tool_name("srv", "a.b" + "x" * 80), tool_name("srv", "a_b" + "x" * 80)
+    assert first == second and len(first) == 64  # the clash
+    taken = {first}
+    renamed = _unique(second, taken)
+    assert renamed not in taken and len(renamed) <= 64 and renamed.endswith("_2")
+    assert _unique(second, {first, renamed}).endswith("_3")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import re
 import threading
@@ -41,6 +42,13 @@ def tool_name(server: str, tool: str) -> str:
     return name[:64]
 
 
+def _unique(name: str, taken: set[str]) -> str:
+    n = 2
+    while (candidate := f"{name[: 64 - len(str(n)) - 1]}_{n}") in taken:
+        n += 1
+    return candidate
+
+
 class McpServer:
     """One stdio server and its open session."""
 
@@ -65,7 +73,14 @@ class McpServer:
             raise ToolError(_describe(exc)) from None
         try:
             listed = self._call("list_tools", timeout=START_TIMEOUT)
-            self.tools = [self._as_tool(t) for t in listed.tools]
+            self.tools = []
+            taken: set[str] = set()
+            for listed_tool in listed.tools:
+                tool = self._as_tool(listed_tool)
+                if tool.name in taken:  # the sanitising and the 64-character cut can make two names one
+                    tool = dataclasses.replace(tool, name=_unique(tool.name, taken))
+                taken.add(tool.name)
+                self.tools.append(tool)
         except BaseException as exc:  # the SDK's own errors (McpError, ...) as much as ours
             self.close()
             raise ToolError(str(exc) if isinstance(exc, ToolError) else _describe(exc)) from None
