@@ -117,7 +117,9 @@ def test_run_command_timeout_and_output_cap(tools):
     out = run(tools, "run_command", command=[sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
     assert time.monotonic() - started < 5 and "timed out after 0.5s" in out
     big = run(tools, "run_command", command=[sys.executable, "-c", "print('x' * 100000)"])
-    assert "characters cut" in big and len(big) < 30_000
+    assert "bytes cut; 100,001 in all" in big and len(big) < 30_000
+    huge = run(tools, "run_command", command=[sys.executable, "-c", "import sys; sys.stdout.write('y\\n' * 5_000_000)"])
+    assert "10,000,000 in all" in huge and huge.rstrip().endswith("y") and len(huge) < 30_000
 
 
 def test_run_command_stops_when_the_turn_is_cancelled(tools):

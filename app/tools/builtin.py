@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import math
@@ -11,6 +12,7 @@ import shlex
 import signal
 import stat
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,13 +40,6 @@ SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache_
 
 def _is_binary(data: bytes) -> bool:
     return b"\x00" in data[:8192]
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    head, tail = limit * 3 // 4, limit // 4
-    return f"{text[:head]}\n… [{len(text) - head - tail:,} characters cut; {len(text):,} in all] …\n{text[-tail:]}"
 
 
 # --------------------------------------------------------------------------- read_file
@@ -229,11 +224,14 @@ def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> st
         raise ToolError(f"command not found: {exc.filename}") from exc
     except OSError as exc:
         raise ToolError(f"cannot start the command: {exc}") from exc
+    # Drain both pipes as the command runs, keeping only a head and a tail: `yes` for 30 s must not
+    # fill the memory before the cap applies.
+    out, err = _Capture(process.stdout, MAX_COMMAND_OUTPUT), _Capture(process.stderr, MAX_COMMAND_OUTPUT // 2)
     started = time.monotonic()
     stopped = None
     while True:
         try:
-            stdout, stderr = process.communicate(timeout=0.1)
+            process.wait(timeout=0.1)
             break
         except subprocess.TimeoutExpired:
             if cancel.cancelled:
@@ -242,21 +240,54 @@ def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> st
                 stopped = f"timed out after {timeout:g}s"
             if stopped:
                 _kill_group(process)
-                try:
-                    stdout, stderr = process.communicate(timeout=5)
-                except subprocess.TimeoutExpired:  # a grandchild outside the group still holds the pipes
-                    stdout, stderr = b"", b"(output lost: a process outside the group kept the pipes open)"
+                process.wait()
                 break
+    # A grandchild outside the group may still hold the pipes: take what came, do not wait for EOF.
+    out.join(5)
+    err.join(5)
     if stopped == "cancelled by the user":
         raise Cancelled()
     parts = [f"exit status {process.returncode}" + (f" ({stopped})" if stopped else "")]
-    out = stdout.decode("utf-8", errors="replace")
-    err = stderr.decode("utf-8", errors="replace")
-    if out:
-        parts += ["--- stdout ---", _cut(out, MAX_COMMAND_OUTPUT)]
-    if err:
-        parts += ["--- stderr ---", _cut(err, MAX_COMMAND_OUTPUT // 2)]
+    if out.total:
+        parts += ["--- stdout ---", out.text()]
+    if err.total:
+        parts += ["--- stderr ---", err.text()]
     return "\n".join(parts)
+
+
+class _Capture:
+    """Reads a pipe to its end on a daemon thread, keeping the first 3/4 and the last 1/4 of `limit`."""
+
+    def __init__(self, pipe: Any, limit: int) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._head_limit, self._tail_limit = limit * 3 // 4, limit // 4
+        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True, name="run-command-pipe")
+        self._thread.start()
+
+    def _drain(self, pipe: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := pipe.read1(65_536):
+                self.total += len(chunk)
+                room = self._head_limit - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail += chunk
+                    del self.tail[: max(0, len(self.tail) - self._tail_limit)]
+
+    def join(self, seconds: float) -> None:
+        self._thread.join(seconds)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return head + tail
+        return f"{head}\n… [{cut:,} bytes cut; {self.total:,} in all] …\n{tail}"
 
 
 def _kill_group(process: subprocess.Popen) -> None:
