@@ -163,7 +163,7 @@ class _Progress:
             took = f" {event.seconds:.1f}s" if event.seconds else ""
             why = ""
             if event.status == "denied":
-                why = " (changes something: run with --yes to allow)"
+                why = " (needs approval: run with --yes to allow)"
             elif event.status == "failed" and event.result:
                 why = f": {event.result.splitlines()[0][:160]}"
             return f"  ⚙ {event.name}({summarize_arguments(event.arguments)}) {event.status}{took}{why}"

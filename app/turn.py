@@ -266,7 +266,7 @@ class Turn:
             result = f"error: {problem}. Call {call.name} again with a valid JSON object as arguments."
             report("failed", result, 0.0)
             return result
-        if not tool.read_only:
+        if tool.needs_approval(arguments):
             report("awaiting_approval")
             decision: Decision = "deny"
             if self.approver is not None:

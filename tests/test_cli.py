@@ -128,7 +128,7 @@ def test_ask_denies_changing_tools_unless_yes(home, tmp_path):
     root = _project(tmp_path)
     denied = run_in(root, "ask", "Please write a note file about this", "--preset", "demo")
     assert denied.returncode == 0
-    assert "⚙ write_file(" in denied.stderr and "denied (changes something: run with --yes to allow)" in denied.stderr
+    assert "⚙ write_file(" in denied.stderr and "denied (needs approval: run with --yes to allow)" in denied.stderr
     assert not (root / DEMO_NOTE).exists()
     allowed = run_in(root, "ask", "Please write a note file about this", "--preset", "demo", "--yes")
     assert allowed.returncode == 0 and (root / DEMO_NOTE).exists()

@@ -260,3 +260,17 @@ def test_an_approver_that_fails_denies_nothing_silently_and_keeps_the_turn(wire_
     assert {"role": "tool", "tool_call_id": "w",
             "content": "error: RuntimeError: the approval dialog went away"} in result.new_messages
     assert not any(m["role"] == "tool" and "created" in m["content"] for m in result.new_messages)
+
+
+def test_fetching_a_local_address_asks_first_and_a_public_one_would_not(wire_config, llm_server, registry):
+    config = wire_config()
+    local = llm_server.base_url + "/models"  # 127.0.0.1: this machine
+    llm_server.script("agg", [Reply(tool_calls=[call("fetch_url", {"url": local}, id="f")]), Reply(text="ok")])
+    asked = []
+    result = turn(config, registry, approver=ApprovalPolicy(lambda r: asked.append(r) or "deny")).run(ASK)
+    assert [r.tool for r in asked] == ["fetch_url"]
+    assert "local or private address (127.0.0.1)" in asked[0].preview
+    assert {"role": "tool", "tool_call_id": "f", "content": "denied by the user"} in result.new_messages
+    fetch = registry.get("fetch_url")
+    assert fetch.needs_approval({"url": "http://10.1.2.3/"}) and fetch.needs_approval({"url": "http://[::1]/"})
+    assert not fetch.needs_approval({"url": "http://93.184.215.14/"})  # a public address reads freely

@@ -1,4 +1,4 @@
-"""Who says yes to a tool that changes something: the user (TUI modal), a flag (`ask --yes`), or no one."""
+"""Who says yes to a tool call that needs approval: the user (TUI modal), a flag (`ask --yes`), or no one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..turn import ApprovalRequest, Decision
 
 
 class ApprovalPolicy:
-    """Read-only tools never get here. Changing tools ask `ask` (if any) unless allowed for the session."""
+    """Calls that only read never get here. The rest ask `ask` (if any) unless allowed for the session."""
 
     def __init__(self, ask: Callable[[ApprovalRequest], Decision] | None = None, *, allow_all: bool = False) -> None:
         self.ask = ask

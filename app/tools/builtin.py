@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fnmatch
+import ipaddress
 import math
 import os
 import re
 import shlex
 import signal
+import socket
 import stat
 import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
@@ -324,6 +327,23 @@ class _TextOfHtml(HTMLParser):
         return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(self.parts))).strip()
 
 
+def _local_address(args: dict[str, Any]) -> str | None:
+    """Why fetching this URL needs approval: it reaches this machine or its network (a model led astray
+    could read local services or cloud metadata), or None for a public address."""
+    host = urllib.parse.urlsplit(str(args.get("url", ""))).hostname
+    if not host:
+        return None
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return None  # it will not be fetched either
+    for address in sorted(addresses):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified:
+            return f"{host} is a local or private address ({address}): fetching it reaches this machine or its network"
+    return None
+
+
 def _fetch_url(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
     url = required(args, "url")
     if not re.match(r"^https?://", url, re.I):
@@ -442,7 +462,7 @@ def builtin_tools(workspace: Workspace) -> list[Tool]:
                 "url": {"type": "string", "description": "An http:// or https:// URL"},
                 "max_bytes": {"type": "integer", "description": "Most bytes to read (default 200000)"},
             }, "required": ["url"]},
-            read_only=True, run=bind(_fetch_url),
+            read_only=True, run=bind(_fetch_url), asks_when=_local_address, make_preview=_local_address,
         ),
     ]
 

@@ -23,6 +23,18 @@ class Tool:
     run: Callable[[dict[str, Any], CancelToken], str]
     make_preview: Callable[[dict[str, Any]], str | None] | None = None
     source: str = "built-in"  # or the MCP server's name
+    # For a tool that only reads: a reason this particular call should still be approved, or None.
+    asks_when: Callable[[dict[str, Any]], str | None] | None = None
+
+    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+        if not self.read_only:
+            return True
+        if self.asks_when is None:
+            return False
+        try:
+            return self.asks_when(arguments) is not None
+        except Exception:  # when in doubt, ask
+            return True
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function",

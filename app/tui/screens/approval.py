@@ -1,4 +1,4 @@
-"""Asking before a tool changes something: the tool, its arguments, the diff; once, for the session, or no."""
+"""Asking before a tool acts: the tool, its arguments, the diff or the reason; once, for the session, or no."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         with Vertical(id="approval", classes="modal-panel"):
             yield Static(Content.assemble(("Allow ", "bold"), (request.tool, "bold $warning"), ("?", "bold")),
                          classes="modal-title")
-            yield Static("The aggregator wants to run a tool that changes something. Nothing happens unless "
+            yield Static("The aggregator wants to run a tool that needs your approval. Nothing happens unless "
                          "you allow it.", classes="approval-why")
             with VerticalScroll(id="approval-detail"):
                 if request.preview:
