@@ -46,10 +46,6 @@ class CancelToken:
         if self._event.is_set():
             raise Cancelled()
 
-    def wait(self, seconds: float) -> bool:
-        """Sleep up to `seconds`; True if cancelled meanwhile."""
-        return self._event.wait(seconds)
-
     @contextlib.contextmanager
     def closing(self, close: Callable[[], object]) -> Iterator[None]:
         """Run `close` if the turn is cancelled while the block runs (or was already cancelled)."""

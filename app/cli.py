@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from . import __version__
-from .cancel import CancelToken
 from .config import Config, ConfigError, Preset, load_config
 from .events import (
     AggregatorStarted,
@@ -115,7 +114,6 @@ class _Progress:
         self._wrote_reply = False
         self._any_reply = False
         self._after_tools = False
-        self._line_closed = False
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -126,13 +124,12 @@ class _Progress:
                     if self._after_tools and self._any_reply:
                         # A blank line between the text before the tool calls and the text after them; the
                         # first newline may already be out, written to end the line before a progress line.
-                        self.out.write("\n" if self._line_closed else "\n\n")
+                        self.out.write("\n\n" if self._wrote_reply else "\n")
                     self._after_tools = False
                     self._any_reply = True
                     self.out.write(event.text)
                     self.out.flush()
                     self._wrote_reply = True
-                    self._line_closed = False
                 return
             line = self._describe(event)
             if line and not self.quiet:
@@ -140,7 +137,6 @@ class _Progress:
                     self.out.write("\n")
                     self.out.flush()
                     self._wrote_reply = False
-                    self._line_closed = True
                 self.err.write(line + "\n")
                 self.err.flush()
 
@@ -193,11 +189,9 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         tools, warnings = tools_for(config, preset, Workspace(Path.cwd()), mcp)
         for line in warnings:
             progress(Notice(line, "warning"))
-        cancel = CancelToken()
-        turn = Turn(config, preset, observer=progress, cancel=cancel, tools=tools or None,
+        turn = Turn(config, preset, observer=progress, tools=tools,
                     approver=ApprovalPolicy(None, allow_all=args.yes))
-        messages = [{"role": "user", "content": prompt}]
-        result = _run_interruptibly(turn, messages, cancel)
+        result = _run_interruptibly(turn, [{"role": "user", "content": prompt}])
     finally:
         mcp.close()
     if args.json:
@@ -216,7 +210,7 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     return EXIT_OK
 
 
-def _run_interruptibly(turn: Turn, messages: list[dict[str, Any]], cancel: CancelToken) -> TurnResult:
+def _run_interruptibly(turn: Turn, messages: list[dict[str, Any]]) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     box: dict[str, TurnResult] = {}
     worker = threading.Thread(target=lambda: box.setdefault("result", turn.run(messages)), daemon=True)
@@ -225,7 +219,7 @@ def _run_interruptibly(turn: Turn, messages: list[dict[str, Any]], cancel: Cance
         while worker.is_alive():
             worker.join(0.1)
     except KeyboardInterrupt:
-        cancel.cancel()
+        turn.cancel.cancel()
         with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
             worker.join(5)
     if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us

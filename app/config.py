@@ -9,6 +9,7 @@ the line and the key.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import threading
 from collections.abc import Iterable
@@ -227,6 +228,12 @@ def _parse(text: str, path: Path | str) -> Any:
 
 def bundled_presets() -> dict[str, Preset]:
     """The presets shipped in presets/*.yaml, one per file, named after the file."""
+    return dict(_read_bundled_presets())
+
+
+@functools.cache
+def _read_bundled_presets() -> dict[str, Preset]:
+    # Packaged files do not change while we run: read and validate them once, not per config load.
     presets: dict[str, Preset] = {}
     folder = files("moa_chat.presets")
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):

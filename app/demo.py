@@ -16,11 +16,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .guidance import message_text
+from .guidance import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
 from .openai_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
 PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant
-GUIDANCE_MARK = "[Mixture-of-Agents guidance"
 
 _STOPWORDS = frozenset(
     "a an and are as at be but by can could do does for from had has have how i if in into is it its me my "
@@ -82,7 +81,7 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
             text = message_text(message.get("content"))
-            if not text.startswith(GUIDANCE_MARK) and not text.startswith("[result of tool"):
+            if not text.startswith(GUIDANCE_HEADER) and not text.startswith(TOOL_RESULT_PREFIX):
                 return text
     return ""
 
@@ -127,7 +126,7 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
     prompt = _last_user_prompt(messages)
     guidance = next(
         (message_text(m.get("content")) for m in reversed(messages)
-         if m.get("role") == "user" and message_text(m.get("content")).startswith(GUIDANCE_MARK)),
+         if m.get("role") == "user" and message_text(m.get("content")).startswith(GUIDANCE_HEADER)),
         "",
     )
     words = _keywords(prompt)
@@ -176,7 +175,7 @@ def _tool_results_since_prompt(messages: list[dict[str, Any]]) -> list[tuple[str
     results: list[tuple[str, str]] = []
     for message in messages:
         if message.get("role") == "user" and not message_text(message.get("content")).startswith(
-                (GUIDANCE_MARK, "[result of tool")):
+                (GUIDANCE_HEADER, TOOL_RESULT_PREFIX)):
             names, results = {}, []
         for call in message.get("tool_calls") or []:
             names[call.get("id", "")] = (call.get("function") or {}).get("name", "tool")

@@ -25,6 +25,9 @@ acting model or describe this setup; just answer."""
 TOOL_RESULT_HEAD = 1500
 TOOL_RESULT_TAIL = 500
 CONTINUE_PROMPT = "(Continue from the conversation above: what should happen next?)"
+# Markers the guidance and the reference view put in messages (the demo provider reads them back).
+GUIDANCE_HEADER = "[Mixture-of-Agents guidance — written by advisor models, not by the user]"
+TOOL_RESULT_PREFIX = "[result of tool"
 
 
 def message_text(content: Any) -> str:
@@ -93,7 +96,7 @@ def reference_view(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             add("assistant", "\n".join(part for part in (text, _tool_calls_text(calls)) if part))
         elif role == "tool":
             name = names.get(message.get("tool_call_id", ""), message.get("name") or "tool")
-            add("user", f"[result of tool `{name}`]\n{cut_middle(message_text(message.get('content')))}")
+            add("user", f"{TOOL_RESULT_PREFIX} `{name}`]\n{cut_middle(message_text(message.get('content')))}")
     if not view or view[-1]["role"] != "user":
         add("user", CONTINUE_PROMPT)
     return view
@@ -114,7 +117,7 @@ def guidance_message(
     answered = [r for r in results if r.status == "ok"]
     unavailable = [r for r in results if r.status != "ok"]
     lines = [
-        "[Mixture-of-Agents guidance — written by advisor models, not by the user]",
+        GUIDANCE_HEADER,
         "",
     ]
     if answered:

@@ -15,6 +15,7 @@ import openai
 
 from .config import Config, ConfigError, load_config
 from .providers import resolve_endpoint
+from .stream import is_complete_response
 
 API_MODE = "chat_completions"
 
@@ -76,8 +77,7 @@ def _get_cached_client(
 
 
 def _validate_llm_response(response: Any, *, task: str | None, provider: str, model: str) -> Any:
-    choices = getattr(response, "choices", None)
-    if not choices or getattr(choices[0], "message", None) is None:
+    if not is_complete_response(response):
         raise RuntimeError(
             f"{task or 'LLM'} call to {provider}:{model} returned a response without choices[0].message"
         )
@@ -103,6 +103,7 @@ def call_llm(
     config: Config | None = None,
 ) -> Any:
     """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated)."""
+    config = config or load_config()
     provider, model, base_url, api_key, _mode = _resolve_task_provider_model(
         task, provider, model, base_url, api_key, config=config
     )

@@ -54,7 +54,6 @@ class MoAChatCompletions:
             name = choose_preset(self.config).name
         self.preset: Preset = self.config.preset(name)
         self.observer = observer
-        self.last_references: tuple[ReferenceFinished, ...] = ()
         self.fanouts: list[tuple[ReferenceFinished, ...]] = []  # every fan-out this facade ran, in order
         self._turn: tuple[str | None, tuple[ReferenceFinished, ...]] | None = None
         self._iteration = 0
@@ -118,7 +117,8 @@ class MoAChatCompletions:
         self, messages: list[dict[str, Any]], cancel: CancelToken, observer: Observer | None
     ) -> tuple[tuple[ReferenceFinished, ...], bool]:
         """The references' answers for this call, and whether they were reused from earlier in the turn."""
-        key = turn_key(messages)
+        # Serialising the conversation is only worth it when the guidance may be reused.
+        key = turn_key(messages) if self.preset.fanout == "user_turn" else None
         if (
             self.preset.fanout == "user_turn"
             and continues_after_user(messages)
@@ -138,9 +138,13 @@ class MoAChatCompletions:
         observer: Observer | None = None,
     ) -> tuple[ReferenceFinished, ...]:
         fanout = _FanOut(self, reference_messages(messages), cancel or CancelToken(), observer or self.observer)
-        self.last_references = fanout.run()
-        self.fanouts.append(self.last_references)
-        return self.last_references
+        results = fanout.run()
+        self.fanouts.append(results)
+        return results
+
+    @property
+    def last_references(self) -> tuple[ReferenceFinished, ...]:
+        return self.fanouts[-1] if self.fanouts else ()
 
 
 def _slot_options(slot: Slot, preset_temperature: float | None) -> dict[str, Any]:

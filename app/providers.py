@@ -49,11 +49,10 @@ class UnknownProviderError(ConfigError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    provider: str
+    """Where a call goes and with which key (headers and retries live on the ProviderConfig)."""
+
     base_url: str
     api_key: str
-    headers: dict[str, str]
-    max_retries: int | None
 
 
 def provider_config(name: str, config: Config) -> ProviderConfig:
@@ -70,7 +69,7 @@ def provider_config(name: str, config: Config) -> ProviderConfig:
 
 def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None,
                      api_key: str | None = None) -> Endpoint:
-    """Base URL, key and headers for a provider; explicit base_url/api_key win over the table."""
+    """Base URL and key for a provider; explicit base_url/api_key win over the table."""
     if name == DEMO_PROVIDER and base_url is None:
         from .demo import demo_base_url
 
@@ -85,13 +84,7 @@ def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None,
         api_key = key_for(spec) if spec else None
     if not base_url:
         raise UnknownProviderError(f"provider {name!r} has no base_url", path=config.path)
-    return Endpoint(
-        provider=name,
-        base_url=base_url.rstrip("/"),
-        api_key=api_key or _PLACEHOLDER_KEY,
-        headers=dict(spec.headers) if spec else {},
-        max_retries=spec.max_retries if spec else None,
-    )
+    return Endpoint(base_url=base_url.rstrip("/"), api_key=api_key or _PLACEHOLDER_KEY)
 
 
 def key_for(spec: ProviderConfig) -> str | None:

@@ -75,7 +75,6 @@ class StreamAssembler:
         self._by_index: dict[int, int] = {}  # stream index -> position in _calls
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
-        self.model: str | None = None
         self.chunks = 0
 
     @property
@@ -89,7 +88,6 @@ class StreamAssembler:
     def feed(self, chunk: Any) -> str:
         """Take one chunk; return the answer text it added (may be empty)."""
         self.chunks += 1
-        self.model = self.model or _get(chunk, "model")
         usage = _get(chunk, "usage")
         if usage is not None:
             self.usage = Usage.from_sdk(usage) or self.usage
@@ -161,7 +159,6 @@ class StreamAssembler:
 
     def feed_response(self, response: Any) -> str:
         """Take a complete (non-streamed) response; return its text."""
-        self.model = _get(response, "model")
         self.usage = Usage.from_sdk(_get(response, "usage"))
         choices = _get(response, "choices") or ()
         if not choices:

@@ -47,7 +47,9 @@ Approver = Callable[[ApprovalRequest], Decision]
 
 class ToolLike(Protocol):
     name: str
-    read_only: bool
+    run: Callable[[dict[str, Any], CancelToken], str]
+
+    def approval_reason(self, arguments: dict[str, Any]) -> str | None: ...
 
     def preview(self, arguments: dict[str, Any]) -> str | None: ...
 
@@ -56,6 +58,8 @@ class ToolBox(Protocol):
     """What the turn needs from the tool registry (moa_chat.tools)."""
 
     def schemas(self) -> list[dict[str, Any]]: ...
+
+    def names(self) -> list[str]: ...
 
     def get(self, name: str) -> ToolLike | None: ...
 
@@ -135,7 +139,6 @@ class Turn:
                         message["tool_calls"] = [call.as_message_part() for call in calls]
                     conversation.append(message)
                     added.append(message)
-                self._assembler = None
                 if not calls:
                     break
                 for reply in self._run_tools(calls, iteration):
@@ -191,8 +194,7 @@ class Turn:
             try:
                 with self.cancel.closing(lambda: close_stream(stream)):
                     for chunk in stream:
-                        if self.cancel.cancelled:
-                            raise Cancelled()
+                        self.cancel.raise_if_cancelled()
                         text = assembler.feed(chunk)
                         if text:
                             if first_token is None:
@@ -235,8 +237,7 @@ class Turn:
         for call in calls:
             if self.cancel.cancelled:
                 replies.append(_tool_message(call, CANCELLED))
-                emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, "cancelled",
-                                                  CANCELLED, iteration=iteration))
+                self._report(call, iteration, "cancelled", CANCELLED)
                 continue
             try:
                 result = self._run_tool(call, iteration)
@@ -244,20 +245,22 @@ class Turn:
                 raise
             except Exception as exc:  # a fault around a tool is the model's news, not the end of the turn
                 result = f"error: {type(exc).__name__}: {exc}"
-                emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, "failed", result,
-                                                  iteration=iteration))
+                self._report(call, iteration, "failed", result)
             replies.append(_tool_message(call, result))
         return replies
 
+    def _report(self, call: ToolCall, iteration: int, status: Any, result: str | None = None,
+                seconds: float | None = None) -> None:
+        emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, status, result, seconds, iteration))
+
     def _run_tool(self, call: ToolCall, iteration: int) -> str:
         def report(status: Any, result: str | None = None, seconds: float | None = None) -> None:
-            emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, status, result, seconds,
-                                              iteration))
+            self._report(call, iteration, status, result, seconds)
 
         report("requested")
         tool = self.tools.get(call.name) if self.tools else None
         if tool is None:
-            available = ", ".join(s["function"]["name"] for s in self.tools.schemas()) if self.tools else "none"
+            available = ", ".join(self.tools.names()) if self.tools else "none"
             result = f"error: there is no tool named {call.name!r}; available tools: {available}"
             report("failed", result, 0.0)
             return result
@@ -266,11 +269,13 @@ class Turn:
             result = f"error: {problem}. Call {call.name} again with a valid JSON object as arguments."
             report("failed", result, 0.0)
             return result
-        if tool.needs_approval(arguments):
+        reason = tool.approval_reason(arguments)
+        if reason is not None:
             report("awaiting_approval")
             decision: Decision = "deny"
             if self.approver is not None:
-                decision = self.approver(ApprovalRequest(call.id, call.name, arguments, tool.preview(arguments)))
+                preview = tool.preview(arguments) or reason or None
+                decision = self.approver(ApprovalRequest(call.id, call.name, arguments, preview))
             if self.cancel.cancelled:
                 report("cancelled", CANCELLED)
                 return CANCELLED
@@ -280,7 +285,7 @@ class Turn:
         report("running")
         started = clock.monotonic()
         try:
-            result = self.tools.execute(call.name, arguments, self.cancel)  # type: ignore[union-attr]
+            result = tool.run(arguments, self.cancel)
             status = "done"
         except Cancelled:
             report("cancelled", CANCELLED, round(clock.monotonic() - started, 3))

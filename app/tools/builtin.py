@@ -132,12 +132,12 @@ def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> s
         raise ToolError(f"invalid regular expression: {exc}") from exc
     results: list[str] = []
     files_seen = 0
-    walk = [(root, [], [root.name])] if root.is_file() else os.walk(root)
+    walk = [(root.parent, [], [root.name])] if root.is_file() else os.walk(root)
     for folder, dirs, names in walk:
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
             cancel.raise_if_cancelled()
-            file = Path(folder) / name if not root.is_file() else root
+            file = Path(folder) / name
             if not fnmatch.fnmatch(name, pattern) or file.is_symlink():
                 continue
             try:
@@ -462,7 +462,7 @@ def builtin_tools(workspace: Workspace) -> list[Tool]:
                 "url": {"type": "string", "description": "An http:// or https:// URL"},
                 "max_bytes": {"type": "integer", "description": "Most bytes to read (default 200000)"},
             }, "required": ["url"]},
-            read_only=True, run=bind(_fetch_url), asks_when=_local_address, make_preview=_local_address,
+            read_only=True, run=bind(_fetch_url), asks_when=_local_address,
         ),
     ]
 

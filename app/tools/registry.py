@@ -26,15 +26,20 @@ class Tool:
     # For a tool that only reads: a reason this particular call should still be approved, or None.
     asks_when: Callable[[dict[str, Any]], str | None] | None = None
 
-    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+    def approval_reason(self, arguments: dict[str, Any]) -> str | None:
+        """None: the call runs freely. "": it changes something (the preview shows what). Otherwise why a
+        call that only reads still wants a look."""
         if not self.read_only:
-            return True
+            return ""
         if self.asks_when is None:
-            return False
+            return None
         try:
-            return self.asks_when(arguments) is not None
-        except Exception:  # when in doubt, ask
-            return True
+            return self.asks_when(arguments)
+        except Exception as exc:  # when in doubt, ask
+            return f"could not tell whether this call is safe ({type(exc).__name__}: {exc})"
+
+    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+        return self.approval_reason(arguments) is not None
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function",

@@ -201,7 +201,7 @@ class MoAChatApp(App[int]):
     def _run_turn(self, preset: Preset, messages: list[dict[str, Any]], cancel: CancelToken,
                   bridge: TurnBridge, tools: ToolRegistry) -> None:
         """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
-        turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools or None,
+        turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools,
                     approver=self.approval)
         self.post_message(TurnDone(turn.run(messages)))
 
