@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -79,6 +79,9 @@ class MoAChatApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
+    # Under 120 columns the screen gets -narrow and the sidebar slims down (sidebar.tcss).
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+
     turn_running: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, config: Config, preset: Preset, *, notice: str | None = None,
@@ -117,12 +120,11 @@ class MoAChatApp(App[int]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        self.on_resize()
         if self.config.keymap:
             self.set_keymap(self.config.keymap)
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         log = self.query_one(ChatLog)
-        await log.mount(Welcome(self.preset.name, len(self.preset.references), self.preset.aggregator.label))
+        await log.mount(Welcome.for_preset(self.preset))
         if self.notice:
             await log.mount(NoticeWidget(self.notice, "info"))
         await self._announce_preflight(self.preset, in_log=True)
@@ -148,9 +150,6 @@ class MoAChatApp(App[int]):
     def chat_log(self) -> ChatLog:
         return self.query_one(ChatLog)
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 120, "-narrow")
-
     def watch_turn_running(self, running: bool) -> None:
         self.query_one(PromptInput).set_class(running, "-busy")
         self.refresh_bindings()
@@ -173,8 +172,7 @@ class MoAChatApp(App[int]):
 
     async def start_turn(self, text: str) -> None:
         log = self.chat_log
-        for welcome in log.query(Welcome):
-            await welcome.remove()
+        await log.query(Welcome).remove()
         await log.mount(UserMessage(text))
         preset = self.preset
         error, warning = preflight(self.config, preset)
@@ -203,7 +201,7 @@ class MoAChatApp(App[int]):
         """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
         turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools,
                     approver=self.approval)
-        self.post_message(TurnDone(turn.run(messages)))
+        bridge.post_after_text(TurnDone(turn.run(messages)))
 
     def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
@@ -259,10 +257,6 @@ class MoAChatApp(App[int]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
-        if self._bridge is not None:  # anything still buffered belongs to this reply
-            rest = self._bridge.take()
-            if rest and reply is not None:
-                await reply.append_text(rest)
         self.messages.extend(result.new_messages)
         self.session_tokens += result.usage.total_tokens
         if reply is not None:
@@ -282,7 +276,7 @@ class MoAChatApp(App[int]):
             await self._clear()
 
     def action_cancel_turn(self) -> None:
-        if not self.turn_running or self._cancel is None:
+        if self._cancel is None:  # no turn running
             return
         # Closing HTTP streams can block for a moment; never on the UI's thread.
         threading.Thread(target=self._cancel.cancel, name="cancel-turn", daemon=True).start()
@@ -343,7 +337,7 @@ class MoAChatApp(App[int]):
         self.push_screen(ReferenceDetail(event.card))
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen([b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id]))
 
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
@@ -384,7 +378,7 @@ class MoAChatApp(App[int]):
         self._last_reply = None
         log = self.chat_log
         await log.remove_children()
-        await log.mount(Welcome(self.preset.name, len(self.preset.references), self.preset.aggregator.label))
+        await log.mount(Welcome.for_preset(self.preset))
         await self.sidebar.show_preset(self.preset)
         self.refresh_bindings()
         self.notify("New conversation.")

@@ -63,19 +63,22 @@ class TurnBridge:
             if wake:
                 self._post(ReplyText(epoch=epoch))
             return
-        # Text that arrived before this event must render before it (a tool block, the end of the turn).
+        self.post_after_text(CoreEvent(event))
+
+    def post_after_text(self, message: Message) -> None:
+        """Post `message` behind all text that arrived before it (a tool block, the end of the turn)."""
         with self._lock:
             text = "".join(self._pending)
             self._pending.clear()
             self._epoch += 1
         if text:
             self._post(ReplyText(text))
-        self._post(CoreEvent(event))
+        self._post(message)
 
-    def take(self, epoch: int | None = None) -> str:
-        """The buffered text, if `epoch` is still current (None: whatever is buffered)."""
+    def take(self, epoch: int) -> str:
+        """The buffered text, if `epoch` is still current."""
         with self._lock:
-            if epoch is not None and epoch != self._epoch:
+            if epoch != self._epoch:
                 return ""
             text = "".join(self._pending)
             self._pending.clear()

@@ -27,16 +27,19 @@ HELP = """\
 | **Ctrl+Q** | quit |
 
 Keys can be remapped in `config.yaml` under `keymap:` by binding id, e.g. `next_preset: f8`.
-Ids: `preset_picker`, `next_preset`, `previous_preset`, `cancel_turn`, `toggle_sidebar`,
-`scroll_log_up`, `scroll_log_down`, `copy_reply`, `copy_code`, `new_conversation`, `help`, `quit`.
+Ids: {ids}.
 """
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "dismiss(None)", "Close", id="close_help")]
 
+    def __init__(self, binding_ids: list[str]) -> None:
+        super().__init__()
+        self.binding_ids = binding_ids  # the app's, so the list cannot drift from its bindings
+
     def compose(self) -> ComposeResult:
         with Vertical(id="help", classes="modal-panel"):
             yield Static("Keys", classes="modal-title")
             with VerticalScroll():
-                yield Markdown(HELP)
+                yield Markdown(HELP.format(ids=", ".join(f"`{i}`" for i in self.binding_ids)))

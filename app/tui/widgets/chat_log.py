@@ -6,6 +6,8 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from ...config import Preset
+
 
 class ChatLog(VerticalScroll):
     def on_mount(self) -> None:
@@ -40,3 +42,7 @@ class Welcome(Static):
             ("F2", "bold"), " presets · ", ("F1", "bold"), " help · preset ", (preset_name, "bold"),
         )
         super().__init__(text, classes="welcome")
+
+    @classmethod
+    def for_preset(cls, preset: Preset) -> Welcome:
+        return cls(preset.name, len(preset.references), preset.aggregator.label)

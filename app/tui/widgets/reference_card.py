@@ -54,10 +54,12 @@ class ReferenceCard(Widget, can_focus=True):
     # ------------------------------------------------------------------ state
 
     def _set_status(self, status: str) -> None:
-        for old in GLYPHS:
-            self.remove_class(f"-{old}")
+        self.remove_class(*(f"-{old}" for old in GLYPHS)).add_class(f"-{status}")
         self.status = status
-        self.add_class(f"-{status}")
+        # Only a running card moves (spinner, elapsed seconds): it alone refreshes itself on a timer.
+        running = status == "running"
+        if running != (self.auto_refresh is not None):
+            self.auto_refresh = 0.1 if running else None
         self.refresh(layout=True)
 
     def reset(self, status: str = "queued") -> None:
@@ -103,10 +105,9 @@ class ReferenceCard(Widget, can_focus=True):
         self.error = error
         self._set_status(status)
 
-    def tick(self) -> None:
-        if self.status == "running":
-            self._frame += 1
-            self.refresh()
+    def automatic_refresh(self) -> None:
+        self._frame += 1
+        super().automatic_refresh()
 
     # ------------------------------------------------------------------ rendering
 

@@ -7,37 +7,30 @@ import re
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets._markdown import MarkdownStream
 
 from ...events import ToolCallEvent
 from ...turn import TurnResult
+from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 
 
 class _Segment:
-    """One run of streamed text between tool blocks."""
+    """One run of streamed text between tool blocks: the reply's text from `start` on."""
 
-    def __init__(self, widget: Markdown) -> None:
+    def __init__(self, widget: Markdown, start: int) -> None:
         self.widget = widget
+        self.start = start
         self.stream: MarkdownStream = Markdown.get_stream(widget)
-        self.parts: list[str] = []
 
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    async def write(self, text: str) -> None:
-        self.parts.append(text)
-        await self.stream.write(text)
-
-    async def close(self) -> None:
+    async def close(self, reply_text: str) -> None:
         await self.stream.stop()
         # The stream batches fragments; make sure what is shown is exactly what arrived.
-        if self.widget.source != self.text:
-            await self.widget.update(self.text)
+        text = reply_text[self.start :]
+        if self.widget.source != text:
+            await self.widget.update(text)
 
 
 class AssistantReply(Vertical):
@@ -47,7 +40,7 @@ class AssistantReply(Vertical):
         self.references = references
         self.text = ""
         self._segment: _Segment | None = None
-        self._tools: dict[str, Widget] = {}
+        self._tools: dict[str, ToolBlock] = {}
         self.finished = False
 
     def compose(self) -> ComposeResult:
@@ -71,18 +64,16 @@ class AssistantReply(Vertical):
             self.set_status(None)
             widget = Markdown(classes="reply-markdown")
             await self.mount(widget)
-            self._segment = _Segment(widget)
+            self._segment = _Segment(widget, len(self.text))
         self.text += text
-        await self._segment.write(text)
+        await self._segment.stream.write(text)
 
     async def _close_segment(self) -> None:
         if self._segment is not None:
-            await self._segment.close()
+            await self._segment.close(self.text)
             self._segment = None
 
     async def tool_event(self, event: ToolCallEvent) -> None:
-        from .tool_block import ToolBlock
-
         # Ids made up for servers that send none (call_0, ...) repeat in each round of the tool loop.
         key = f"{event.iteration}:{event.call_id}"
         block = self._tools.get(key)
@@ -93,7 +84,7 @@ class AssistantReply(Vertical):
             self.set_status(None)
             await self.mount(block)
         else:
-            block.update_from(event)  # type: ignore[attr-defined]
+            block.update_from(event)
 
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         await self._close_segment()

@@ -14,25 +14,22 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
     def __init__(self, preset: Preset, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.preset = preset
+        self._cards: list[ReferenceCard] = []
+        self._aggregator: ReferenceCard | None = None
 
     def compose(self) -> ComposeResult:
         yield from self._widgets(self.preset)
 
     def _widgets(self, preset: Preset) -> list:
-        count = len(preset.references)
+        # Kept as built: progress events look cards up by index several times a second.
+        self._cards = [ReferenceCard(slot.label, index=i) for i, slot in enumerate(preset.references)]
+        self._aggregator = ReferenceCard(preset.aggregator.label, aggregator=True)
         return [
-            Static(f"References · {count}", classes="sidebar-title"),
-            *(ReferenceCard(slot.label, index=i) for i, slot in enumerate(preset.references)),
+            Static(f"References · {len(self._cards)}", classes="sidebar-title"),
+            *self._cards,
             Static("Aggregator", classes="sidebar-title"),
-            ReferenceCard(preset.aggregator.label, aggregator=True),
+            self._aggregator,
         ]
-
-    def on_mount(self) -> None:
-        self.set_interval(0.1, self._tick)
-
-    def _tick(self) -> None:
-        for card in self.query(ReferenceCard):
-            card.tick()
 
     async def show_preset(self, preset: Preset) -> None:
         self.preset = preset
@@ -40,15 +37,15 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         await self.mount_all(self._widgets(preset))
 
     def cards(self) -> list[ReferenceCard]:
-        return [card for card in self.query(ReferenceCard) if not card.aggregator]
+        return list(self._cards)
 
     def card(self, index: int) -> ReferenceCard | None:
-        cards = self.cards()
-        return cards[index] if 0 <= index < len(cards) else None
+        return self._cards[index] if 0 <= index < len(self._cards) else None
 
     @property
     def aggregator_card(self) -> ReferenceCard:
-        return next(card for card in self.query(ReferenceCard) if card.aggregator)
+        assert self._aggregator is not None, "the sidebar is composed"
+        return self._aggregator
 
     def start_turn(self) -> None:
         for card in self.cards():

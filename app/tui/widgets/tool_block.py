@@ -31,19 +31,19 @@ class ToolHeader(Static, can_focus=True):
 
 class ToolBlock(Vertical):
     def __init__(self, event: ToolCallEvent) -> None:
-        super().__init__(classes="tool-block")
+        super().__init__(classes=f"tool-block -{event.status}")
         self.event = event
-        self.expanded = False
+
+    @property
+    def expanded(self) -> bool:
+        return self.has_class("-expanded")
 
     def compose(self) -> ComposeResult:
         yield ToolHeader(self._header(), classes="tool-header")
         with Vertical(classes="tool-body"):
-            yield Static(classes="tool-arguments")
-            yield Static(classes="tool-result")
-
-    def on_mount(self) -> None:
-        self._refresh_body()
-        self.set_class(False, "-expanded")
+            # The arguments never change; the result arrives with later events.
+            yield Static(Content(pretty_arguments(self.event.arguments)), classes="tool-arguments")
+            yield Static(self._result(), classes="tool-result")
 
     def _header(self) -> Content:
         event = self.event
@@ -61,27 +61,21 @@ class ToolBlock(Vertical):
             parts.append((f" {event.seconds:.1f}s", "$text-muted"))
         return Content.assemble(*parts)
 
-    def _refresh_body(self) -> None:
-        event = self.event
-        self.query_one(".tool-arguments", Static).update(Content(pretty_arguments(event.arguments)))
-        result = event.result
+    def _result(self) -> Content:
+        result = self.event.result
         if result is None:
-            shown = Content.assemble(("no result yet", "italic $text-muted"))
-        elif len(result) > RESULT_SHOWN:
-            shown = Content.assemble(result[:RESULT_SHOWN], (
+            return Content.assemble(("no result yet", "italic $text-muted"))
+        if len(result) > RESULT_SHOWN:
+            return Content.assemble(result[:RESULT_SHOWN], (
                 f"\n… cut: {RESULT_SHOWN:,} of {len(result):,} characters shown", "italic $text-muted"))
-        else:
-            shown = Content(result)
-        self.query_one(".tool-result", Static).update(shown)
+        return Content(result)
 
     def update_from(self, event: ToolCallEvent) -> None:
+        self.remove_class(*(f"-{status}" for status in GLYPHS)).add_class(f"-{event.status}")
         self.event = event
-        for status in GLYPHS:
-            self.set_class(event.status == status, f"-{status}")
         self.query_one(ToolHeader).update(self._header())
-        self._refresh_body()
+        self.query_one(".tool-result", Static).update(self._result())
 
     def toggle(self) -> None:
-        self.expanded = not self.expanded
-        self.set_class(self.expanded, "-expanded")
+        self.toggle_class("-expanded")
         self.query_one(ToolHeader).update(self._header())
