@@ -65,8 +65,9 @@ class CancelToken:
             with self._lock:
                 self._closers.pop(handle, None)
 
-    def call(self, request: Callable[[], T], *, discard: Callable[[T], object] | None = None,
-             name: str = "moa-request") -> T:
+    def call(
+        self, request: Callable[[], T], *, discard: Callable[[T], object] | None = None, name: str = "moa-request"
+    ) -> T:
         """Run a blocking request so that cancelling returns at once, with Cancelled.
 
         The request runs on a daemon thread, so an abandoned one never holds up the process's exit. When it

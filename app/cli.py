@@ -38,12 +38,17 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", type=Path,
-                        help="config file to use (default: config.yaml in $MOA_CHAT_HOME or the user config folder)")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        type=Path,
+        help="config file to use (default: config.yaml in $MOA_CHAT_HOME or the user config folder)",
+    )
     common.add_argument("--preset", metavar="NAME", help="MoA preset to use (see `moa-chat presets`)")
 
     parser = argparse.ArgumentParser(
-        prog="moa-chat", parents=[common],
+        prog="moa-chat",
+        parents=[common],
         description="Terminal chat with a Mixture-of-Agents panel: references advise, one aggregator acts.",
     )
     parser.add_argument("--version", action="version", version=f"moa-chat {__version__}")
@@ -53,9 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from standard input")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the reply, references and usage")
     ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    ask.add_argument("-y", "--yes", action="store_true",
-                     help="allow tools that change something (write_file, run_command, ...); without it they are "
-                          "denied, since ask never prompts")
+    ask.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="allow tools that change something (write_file, run_command, ...); without it they are "
+        "denied, since ask never prompts",
+    )
     sub.add_parser("presets", parents=[common], help="list the presets, their models, and the default")
     return parser
 
@@ -92,7 +101,8 @@ def list_presets(config: Config, out: TextIO) -> int:
         out.write(f"  {'':<{width}}  references: {refs}\n")
         out.write(f"  {'':<{width}}  aggregator: {preset.aggregator.label}\n")
         missing = sorted(
-            config.providers[p].api_key_env or p for p in preset.providers
+            config.providers[p].api_key_env or p
+            for p in preset.providers
             if p in config.providers and not has_key(p, config)
         )
         if missing:
@@ -181,16 +191,17 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         if line and not args.quiet:
             print(f"moa-chat: {line}", file=sys.stderr)
     if not args.quiet:
-        print(f"moa-chat: preset {preset.name} — {len(preset.references)} references → {preset.aggregator.label}",
-              file=sys.stderr)
+        print(
+            f"moa-chat: preset {preset.name} — {len(preset.references)} references → {preset.aggregator.label}",
+            file=sys.stderr,
+        )
     progress = _Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
     mcp = McpHub(config.mcp_servers).start(report=lambda line: progress(Notice(line, "warning")))
     try:
         tools, warnings = tools_for(config, preset, Workspace(Path.cwd()), mcp)
         for line in warnings:
             progress(Notice(line, "warning"))
-        turn = Turn(config, preset, observer=progress, tools=tools,
-                    approver=ApprovalPolicy(None, allow_all=args.yes))
+        turn = Turn(config, preset, observer=progress, tools=tools, approver=ApprovalPolicy(None, allow_all=args.yes))
         result = _run_interruptibly(turn, [{"role": "user", "content": prompt}])
     finally:
         mcp.close()

@@ -222,8 +222,13 @@ def _parse(text: str, path: Path | str) -> Any:
     try:
         return load_yaml(text, path)
     except YamlSyntaxError as exc:
-        raise ConfigError(f"invalid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
-                          if exc.line else f"invalid YAML: {exc.problem}", path=path, line=exc.line) from exc
+        raise ConfigError(
+            f"invalid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
+            if exc.line
+            else f"invalid YAML: {exc.problem}",
+            path=path,
+            line=exc.line,
+        ) from exc
 
 
 def bundled_presets() -> dict[str, Preset]:
@@ -327,16 +332,21 @@ class _Context:
         for key in body:
             if key not in allowed:
                 raise self.error(
-                    body, f"{what}: unknown key {key!r}{_did_you_mean(str(key), allowed)}; "
-                    f"known keys: {', '.join(allowed)}", key,
+                    body,
+                    f"{what}: unknown key {key!r}{_did_you_mean(str(key), allowed)}; known keys: {', '.join(allowed)}",
+                    key,
                 )
 
-    def expect_number(self, value: Any, parent: Any, key: str, what: str, *, minimum: float = 0.0,
-                      maximum: float | None = None) -> None:
+    def expect_number(
+        self, value: Any, parent: Any, key: str, what: str, *, minimum: float = 0.0, maximum: float | None = None
+    ) -> None:
         if value is None:
             return
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or (
-            maximum is not None and value > maximum
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value < minimum
+            or (maximum is not None and value > maximum)
         ):
             bound = f"between {minimum} and {maximum}" if maximum is not None else f"a number >= {minimum}"
             raise self.error(parent, f"{what}: {key} must be {bound}, not {value!r}", key)
@@ -356,8 +366,11 @@ def _parse_slot(body: Any, ctx: _Context, what: str, parent: Any, key: Any) -> S
     for required in ("provider", "model"):
         value = body.get(required)
         if not isinstance(value, str) or not value.strip():
-            raise ctx.error(body, f"{what} is incomplete: it needs {required}: (a non-empty string)",
-                            required if required in body else None)
+            raise ctx.error(
+                body,
+                f"{what} is incomplete: it needs {required}: (a non-empty string)",
+                required if required in body else None,
+            )
     ctx.expect_number(body.get("temperature"), body, "temperature", what, maximum=2.0)
     ctx.expect_int(body.get("max_tokens"), body, "max_tokens", what)
     ctx.expect_number(body.get("timeout"), body, "timeout", what, minimum=0.001)
@@ -366,8 +379,9 @@ def _parse_slot(body: Any, ctx: _Context, what: str, parent: Any, key: Any) -> S
         raise ctx.error(body, f"{what}: extra_body must be a mapping", "extra_body")
     effort = body.get("reasoning_effort")
     if effort is not None and not isinstance(effort, str):
-        raise ctx.error(body, f"{what}: reasoning_effort must be a string such as low, medium or high",
-                        "reasoning_effort")
+        raise ctx.error(
+            body, f"{what}: reasoning_effort must be a string such as low, medium or high", "reasoning_effort"
+        )
     enabled = body.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ctx.error(body, f"{what}: enabled must be true or false", "enabled")
@@ -390,11 +404,12 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
     ctx.check_keys(body, PRESET_KEYS, what)
     refs = body.get("reference_models")
     if not isinstance(refs, list) or not refs:
-        raise ctx.error(body, f"{what} needs reference_models: a list of at least one "
-                        "{provider, model} entry", "reference_models" if "reference_models" in body else None)
-    slots = tuple(
-        _parse_slot(item, ctx, f"{what} reference {i + 1}", refs, i) for i, item in enumerate(refs)
-    )
+        raise ctx.error(
+            body,
+            f"{what} needs reference_models: a list of at least one {{provider, model}} entry",
+            "reference_models" if "reference_models" in body else None,
+        )
+    slots = tuple(_parse_slot(item, ctx, f"{what} reference {i + 1}", refs, i) for i, item in enumerate(refs))
     if "aggregator" not in body:
         raise ctx.error(body, f"{what} needs an aggregator: with provider: and model:")
     aggregator = _parse_slot(body["aggregator"], ctx, f"{what} aggregator", body, "aggregator")
@@ -436,21 +451,26 @@ def _parse_tools(value: Any, ctx: _Context, parent: Any, key: str) -> tuple[str,
     raise ctx.error(parent, "tools must be a list of tool names (e.g. [read_file, list_directory]) or `none`", key)
 
 
-def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _Context,
-                    parent: Any) -> ProviderConfig:
+def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _Context, parent: Any) -> ProviderConfig:
     what = f"provider {name!r}"
     if not isinstance(body, dict):
-        raise ctx.error(parent, f"{what} must be a mapping with base_url: (and api_key_env: if it needs a key)",
-                        name)
+        raise ctx.error(parent, f"{what} must be a mapping with base_url: (and api_key_env: if it needs a key)", name)
     if "api_key" in body:
-        raise ctx.error(body, f"{what}: keys never go in the config file; put the key in an environment "
-                        "variable and name that variable in api_key_env:", "api_key")
+        raise ctx.error(
+            body,
+            f"{what}: keys never go in the config file; put the key in an environment "
+            "variable and name that variable in api_key_env:",
+            "api_key",
+        )
     ctx.check_keys(body, PROVIDER_KEYS, what)
     base_url = body.get("base_url", builtin.base_url if builtin else None)
     bad_url = not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
     if bad_url and (builtin is None or "base_url" in body):
-        raise ctx.error(body, f"{what} needs base_url: an http(s) URL such as http://localhost:8000/v1",
-                            "base_url" if "base_url" in body else None)
+        raise ctx.error(
+            body,
+            f"{what} needs base_url: an http(s) URL such as http://localhost:8000/v1",
+            "base_url" if "base_url" in body else None,
+        )
     headers = body.get("headers", builtin.headers if builtin else {})
     if not isinstance(headers, dict):
         raise ctx.error(body, f"{what}: headers must be a mapping", "headers")
@@ -482,14 +502,21 @@ def _parse_mcp_server(name: str, body: Any, ctx: _Context, parent: Any) -> McpSe
     env = body.get("env", {})
     if not isinstance(env, dict):
         raise ctx.error(body, f"{what}: env must be a mapping", "env")
-    return McpServerConfig(name=name, command=command, args=tuple(str(a) for a in args),
-                           env={str(k): str(v) for k, v in env.items()}, cwd=body.get("cwd"))
+    return McpServerConfig(
+        name=name,
+        command=command,
+        args=tuple(str(a) for a in args),
+        env={str(k): str(v) for k, v in env.items()},
+        cwd=body.get("cwd"),
+    )
 
 
 def _check_no_recursion(presets: dict[str, Preset], providers: dict[str, ProviderConfig], ctx: _Context) -> None:
     for preset in presets.values():
-        for slot_name, slot in (("aggregator", preset.aggregator),
-                                *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models))):
+        for slot_name, slot in (
+            ("aggregator", preset.aggregator),
+            *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)),
+        ):
             if slot.provider == "moa" or (slot.provider in presets and slot.provider not in providers):
                 raise ConfigError(
                     f"preset {preset.name!r} {slot_name}: provider {slot.provider!r} is a MoA preset, not an "

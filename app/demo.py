@@ -101,8 +101,11 @@ def reference_take(model: str, prompt: str) -> str:
         return (
             f"**Watch out.** Answers about {first} tend to skip the edge cases: empty input, failure half-way "
             f"through, and {second} behaving differently at scale. "
-            + ("Keep a way back — a test, a log, a rollback — before you commit."
-               if variant else "Decide up front what should happen when it goes wrong.")
+            + (
+                "Keep a way back — a test, a log, a rollback — before you commit."
+                if variant
+                else "Decide up front what should happen when it goes wrong."
+            )
         )
     return (
         f"**Do this.** Build the smallest version of {first} that works end to end, prove it with one test, "
@@ -114,8 +117,9 @@ def reference_take(model: str, prompt: str) -> str:
 def _references_in(guidance: str) -> list[tuple[str, str]]:
     """(label, first sentence) of each reference answer in a guidance message."""
     found = []
-    for match in re.finditer(r"^### Reference \d+ — (.+?)\n\n(.+?)(?=\n### |\nUnavailable this turn|\Z)",
-                             guidance, re.S | re.M):
+    for match in re.finditer(
+        r"^### Reference \d+ — (.+?)\n\n(.+?)(?=\n### |\nUnavailable this turn|\Z)", guidance, re.S | re.M
+    ):
         body = re.sub(r"\*\*[^*]+\*\*\s*", "", match.group(2).strip())
         sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0]
         found.append((match.group(1).strip(), sentence))
@@ -125,8 +129,11 @@ def _references_in(guidance: str) -> list[tuple[str, str]]:
 def synthesis(messages: list[dict[str, Any]]) -> str:
     prompt = _last_user_prompt(messages)
     guidance = next(
-        (message_text(m.get("content")) for m in reversed(messages)
-         if m.get("role") == "user" and message_text(m.get("content")).startswith(GUIDANCE_HEADER)),
+        (
+            message_text(m.get("content"))
+            for m in reversed(messages)
+            if m.get("role") == "user" and message_text(m.get("content")).startswith(GUIDANCE_HEADER)
+        ),
         "",
     )
     words = _keywords(prompt)
@@ -136,8 +143,9 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
     lines = [
         "*Simulated reply — the offline demo provider wrote this; no real model was called.*",
         "",
-        f"Here is what the panel makes of **{topic}**:" if refs else
-        f"No advisor answered this time, so here is a direct take on **{topic}**:",
+        f"Here is what the panel makes of **{topic}**:"
+        if refs
+        else f"No advisor answered this time, so here is a direct take on **{topic}**:",
         "",
     ]
     for n, (label, sentence) in enumerate(refs):
@@ -175,7 +183,8 @@ def _tool_results_since_prompt(messages: list[dict[str, Any]]) -> list[tuple[str
     results: list[tuple[str, str]] = []
     for message in messages:
         if message.get("role") == "user" and not message_text(message.get("content")).startswith(
-                (GUIDANCE_HEADER, TOOL_RESULT_PREFIX)):
+            (GUIDANCE_HEADER, TOOL_RESULT_PREFIX)
+        ):
             names, results = {}, []
         for call in message.get("tool_calls") or []:
             names[call.get("id", "")] = (call.get("function") or {}).get("name", "tool")
@@ -229,8 +238,9 @@ def respond(body: dict[str, Any]) -> Reply:
         plan = _tool_plan(_last_user_prompt(messages), offered)
         if plan:
             names = " and ".join(f"`{call.name}`" for call in plan)
-            return Reply(text=f"Let me check with {names} first.", tool_calls=plan, delay=delay,
-                         piece_delay=piece_delay)
+            return Reply(
+                text=f"Let me check with {names} first.", tool_calls=plan, delay=delay, piece_delay=piece_delay
+            )
         return Reply(text=synthesis(messages), delay=delay, piece_delay=piece_delay)
     persona = next((p for p in PERSONAS if p.model == model), None)
     if persona is None:

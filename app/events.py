@@ -43,8 +43,11 @@ class Usage:
         return cls(prompt, completion, total)
 
     def as_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
 
 
 def sum_usage(usages: list[Usage | None]) -> Usage:
@@ -153,8 +156,16 @@ class TurnFinished:
 
 
 Event = (
-    ReferenceQueued | ReferenceStarted | ReferenceProgress | ReferenceFinished | AggregatorStarted | ReplyDelta
-    | AggregatorFinished | ToolCallEvent | Notice | TurnFinished
+    ReferenceQueued
+    | ReferenceStarted
+    | ReferenceProgress
+    | ReferenceFinished
+    | AggregatorStarted
+    | ReplyDelta
+    | AggregatorFinished
+    | ToolCallEvent
+    | Notice
+    | TurnFinished
 )
 Observer = Callable[[Event], None]
 

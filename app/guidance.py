@@ -106,9 +106,7 @@ def reference_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any
     return [{"role": "system", "content": ADVISOR_PROMPT}, *reference_view(messages)]
 
 
-def guidance_message(
-    results: Sequence[ReferenceFinished], *, predates_tools: bool = False
-) -> dict[str, Any]:
+def guidance_message(results: Sequence[ReferenceFinished], *, predates_tools: bool = False) -> dict[str, Any]:
     """The message placed after the history for the aggregator (after, so the prefix stays cacheable).
 
     It is a user-role message because several servers (llama.cpp templates among them) reject a system

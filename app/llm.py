@@ -23,8 +23,9 @@ API_MODE = "chat_completions"
 class LLMCallError(RuntimeError):
     """A provider call that failed, named by task, provider and model, with a reason a user can act on."""
 
-    def __init__(self, reason: str, *, provider: str, model: str, task: str | None = None,
-                 status: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, provider: str, model: str, task: str | None = None, status: int | None = None
+    ) -> None:
         self.reason, self.provider, self.model, self.task, self.status = reason, provider, model, task, status
         super().__init__(f"{provider}:{model} failed: {reason}")
 
@@ -78,9 +79,7 @@ def _get_cached_client(
 
 def _validate_llm_response(response: Any, *, task: str | None, provider: str, model: str) -> Any:
     if not is_complete_response(response):
-        raise RuntimeError(
-            f"{task or 'LLM'} call to {provider}:{model} returned a response without choices[0].message"
-        )
+        raise RuntimeError(f"{task or 'LLM'} call to {provider}:{model} returned a response without choices[0].message")
     return response
 
 
@@ -128,8 +127,9 @@ def call_llm(
     try:
         response = client.chat.completions.create(**request)
     except openai.OpenAIError as exc:
-        raise LLMCallError(describe_error(exc), provider=provider, model=model, task=task,
-                           status=getattr(exc, "status_code", None)) from exc
+        raise LLMCallError(
+            describe_error(exc), provider=provider, model=model, task=task, status=getattr(exc, "status_code", None)
+        ) from exc
     if stream:
         return response
     return _validate_llm_response(response, task=task, provider=provider, model=model)
@@ -167,8 +167,12 @@ def describe_error(exc: BaseException) -> str:
         return f"cannot reach the endpoint{detail}"
     if isinstance(exc, openai.APIStatusError):
         message = _server_message(exc.body) or _first_line(exc.message)
-        hint = {401: " (check the API key)", 403: " (the key may lack access to this model)",
-                404: " (check the model name and base_url)", 429: " (rate limited; try again shortly)"}
+        hint = {
+            401: " (check the API key)",
+            403: " (the key may lack access to this model)",
+            404: " (check the model name and base_url)",
+            429: " (rate limited; try again shortly)",
+        }
         return f"HTTP {exc.status_code}: {message}{hint.get(exc.status_code, '')}"
     text = _first_line(str(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text

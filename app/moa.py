@@ -83,13 +83,16 @@ class MoAChatCompletions:
 
         aggregator = self.preset.aggregator
         self._iteration += 1
-        emit(observer, AggregatorStarted(
-            label=aggregator.label,
-            iteration=self._iteration,
-            references_ok=sum(r.status == "ok" for r in results),
-            references_total=len(results),
-            guidance_reused=reused,
-        ))
+        emit(
+            observer,
+            AggregatorStarted(
+                label=aggregator.label,
+                iteration=self._iteration,
+                references_ok=sum(r.status == "ok" for r in results),
+                references_total=len(results),
+                guidance_reused=reused,
+            ),
+        )
         request: dict[str, Any] = {
             "task": "moa_aggregator",
             "provider": aggregator.provider,
@@ -184,8 +187,9 @@ class _Reference:
 class _FanOut:
     """One parallel run of the references; each one ends exactly once: ok, failed, timeout or cancelled."""
 
-    def __init__(self, engine: MoAChatCompletions, view: list[dict[str, Any]], cancel: CancelToken,
-                 observer: Observer | None) -> None:
+    def __init__(
+        self, engine: MoAChatCompletions, view: list[dict[str, Any]], cancel: CancelToken, observer: Observer | None
+    ) -> None:
         self.engine, self.view, self.cancel, self.observer = engine, view, cancel, observer
         preset = engine.preset
         self.refs = [
@@ -213,8 +217,12 @@ class _FanOut:
                         self._finish(ref, "cancelled", error="cancelled by the user")
                     break
                 for ref in self.refs:
-                    if ref.result is None and ref.timeout is not None and ref.started_at is not None \
-                            and ref.elapsed() > ref.timeout:
+                    if (
+                        ref.result is None
+                        and ref.timeout is not None
+                        and ref.started_at is not None
+                        and ref.elapsed() > ref.timeout
+                    ):
                         self._finish(ref, "timeout", error=f"no complete answer within {ref.timeout:g}s")
                 pending = {f for f in pending if futures[f].result is None}
         finally:
@@ -241,8 +249,9 @@ class _FanOut:
         else:
             self._finish(ref, "failed", error=describe_error(exc))
 
-    def _finish(self, ref: _Reference, status: ReferenceStatus, *, text: str = "", error: str | None = None,
-                usage: Any = None) -> None:
+    def _finish(
+        self, ref: _Reference, status: ReferenceStatus, *, text: str = "", error: str | None = None, usage: Any = None
+    ) -> None:
         with self._lock:
             if ref.result is not None:
                 return
@@ -288,6 +297,7 @@ class _FanOut:
             # A substituted call_llm (or a server that ignores stream=True) may answer in one piece.
             assembler.feed_response(result)
             return assembler
+
         def close() -> None:
             close_stream(result)
 
@@ -304,10 +314,16 @@ class _FanOut:
                         ref.first_token_at = now
                     if now - last_progress >= PROGRESS_INTERVAL:
                         last_progress = now
-                        emit(self.observer, ReferenceProgress(
-                            ref.index, ref.slot.label, assembler.chunks, round(ref.elapsed(), 3),
-                            ref.first_token_seconds(),
-                        ))
+                        emit(
+                            self.observer,
+                            ReferenceProgress(
+                                ref.index,
+                                ref.slot.label,
+                                assembler.chunks,
+                                round(ref.elapsed(), 3),
+                                ref.first_token_seconds(),
+                            ),
+                        )
         return assembler
 
 

@@ -84,8 +84,9 @@ def estimate_tokens(text: str) -> int:
 
 
 class OpenAICompatibleServer:
-    def __init__(self, responder: Responder, *, host: str = "127.0.0.1", port: int = 0,
-                 models: list[str] | None = None) -> None:
+    def __init__(
+        self, responder: Responder, *, host: str = "127.0.0.1", port: int = 0, models: list[str] | None = None
+    ) -> None:
         self.responder = responder
         self.models = models or []
         self.requests: list[RecordedRequest] = []
@@ -102,8 +103,9 @@ class OpenAICompatibleServer:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> OpenAICompatibleServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="openai-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -167,7 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request"}})
             return
         record = RecordedRequest(
-            path=self.path, body=body, received_at=time.monotonic(),
+            path=self.path,
+            body=body,
+            received_at=time.monotonic(),
             authorization=self.headers.get("Authorization", "").startswith("Bearer "),
         )
         self.owner._record(record)
@@ -179,8 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.delay and self._wait(reply.delay, record):
                 return
             if reply.status >= 400:
-                self._send_json(reply.status, {"error": {"message": reply.error, "type": "scripted_error",
-                                                         "code": reply.status}})
+                self._send_json(
+                    reply.status, {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}}
+                )
             elif body.get("stream"):
                 self._stream(body, reply, record)
             else:
@@ -258,8 +263,13 @@ class _Handler(BaseHTTPRequestHandler):
 
         def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> dict[str, Any]:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-            out: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": 0,
-                                   "model": model, "choices": choices}
+            out: dict[str, Any] = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": choices,
+            }
             if usage is not None:
                 out["usage"] = usage
             return out
@@ -286,8 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
         for index, (call, call_id) in enumerate(zip(reply.tool_calls, self._call_ids(reply), strict=True)):
             identity = {"id": call_id, "type": "function"}
             parts = _split_evenly(call.arguments, reply.argument_pieces)
-            self._event(chunk({"tool_calls": [{"index": index, **identity,
-                                               "function": {"name": call.name, "arguments": ""}}]}))
+            self._event(
+                chunk({"tool_calls": [{"index": index, **identity, "function": {"name": call.name, "arguments": ""}}]})
+            )
             for part in parts:
                 if reply.piece_delay and self._wait(reply.piece_delay, record):
                     return

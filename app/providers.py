@@ -67,8 +67,7 @@ def provider_config(name: str, config: Config) -> ProviderConfig:
         ) from None
 
 
-def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None,
-                     api_key: str | None = None) -> Endpoint:
+def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None, api_key: str | None = None) -> Endpoint:
     """Base URL and key for a provider; explicit base_url/api_key win over the table."""
     if name == DEMO_PROVIDER and base_url is None:
         from .demo import demo_base_url

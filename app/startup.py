@@ -33,8 +33,10 @@ def choose_start(config: Config, requested: str | None = None) -> StartChoice:
         return StartChoice(user_presets[0])
     for name in PREFERENCE:
         preset = config.presets.get(name)
-        if preset and all(has_key(p, config) for p in preset.providers) and any(
-            is_remote_keyed(p, config) for p in preset.providers
+        if (
+            preset
+            and all(has_key(p, config) for p in preset.providers)
+            and any(is_remote_keyed(p, config) for p in preset.providers)
         ):
             return StartChoice(preset)
     demo = config.preset(DEMO_PRESET)

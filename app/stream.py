@@ -171,8 +171,11 @@ class StreamAssembler:
         for n, call in enumerate(_get(message, "tool_calls") or ()):
             function = _get(call, "function")
             self._calls.append(
-                _CallBuilder(id=_get(call, "id") or f"call_{n}", name=_get(function, "name") or "",
-                             arguments=[_get(function, "arguments") or ""])
+                _CallBuilder(
+                    id=_get(call, "id") or f"call_{n}",
+                    name=_get(function, "name") or "",
+                    arguments=[_get(function, "arguments") or ""],
+                )
             )
         return text
 

@@ -119,14 +119,20 @@ class Turn:
         try:
             while True:
                 if iteration >= self.max_iterations:
-                    emit(self.observer, Notice(
-                        f"Stopped after {self.max_iterations} tool iterations without a final answer "
-                        "(max_iterations). Ask again to continue.", "warning"))
+                    emit(
+                        self.observer,
+                        Notice(
+                            f"Stopped after {self.max_iterations} tool iterations without a final answer "
+                            "(max_iterations). Ask again to continue.",
+                            "warning",
+                        ),
+                    )
                     break
                 iteration += 1
                 self.cancel.raise_if_cancelled()
-                stream = facade.create(messages=conversation, tools=schemas, stream=True, cancel=self.cancel,
-                                       observer=self._watch)
+                stream = facade.create(
+                    messages=conversation, tools=schemas, stream=True, cancel=self.cancel, observer=self._watch
+                )
                 assembler = self._consume(stream, iteration)
                 self._assembler = None  # consumed whole: its text goes in below, not as a partial
                 usages.append(assembler.usage)
@@ -166,10 +172,19 @@ class Turn:
             new_messages=added,
             iterations=iteration,
         )
-        emit(self.observer, TurnFinished(
-            status=status, text=result.text, error=error, usage=result.usage, seconds=result.seconds,
-            preset=self.preset.name, aggregator=aggregator.label, references=references,
-        ))
+        emit(
+            self.observer,
+            TurnFinished(
+                status=status,
+                text=result.text,
+                error=error,
+                usage=result.usage,
+                seconds=result.seconds,
+                preset=self.preset.name,
+                aggregator=aggregator.label,
+                references=references,
+            ),
+        )
         return result
 
     def _watch(self, event: Any) -> None:
@@ -205,14 +220,21 @@ class Turn:
             except Exception as exc:
                 if self.cancel.cancelled:  # the read failed because we closed the stream
                     raise Cancelled() from exc
-                raise LLMCallError(describe_error(exc), provider=aggregator.provider, model=aggregator.model,
-                                   task="moa_aggregator") from exc
+                raise LLMCallError(
+                    describe_error(exc), provider=aggregator.provider, model=aggregator.model, task="moa_aggregator"
+                ) from exc
             self.cancel.raise_if_cancelled()
-        emit(self.observer, AggregatorFinished(
-            label=aggregator.label, iteration=iteration, usage=assembler.usage,
-            seconds=round(clock.monotonic() - started, 3), first_token_seconds=first_token,
-            finish_reason=assembler.finish_reason,
-        ))
+        emit(
+            self.observer,
+            AggregatorFinished(
+                label=aggregator.label,
+                iteration=iteration,
+                usage=assembler.usage,
+                seconds=round(clock.monotonic() - started, 3),
+                first_token_seconds=first_token,
+                finish_reason=assembler.finish_reason,
+            ),
+        )
         return assembler
 
     def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:
@@ -249,8 +271,9 @@ class Turn:
             replies.append(_tool_message(call, result))
         return replies
 
-    def _report(self, call: ToolCall, iteration: int, status: Any, result: str | None = None,
-                seconds: float | None = None) -> None:
+    def _report(
+        self, call: ToolCall, iteration: int, status: Any, result: str | None = None, seconds: float | None = None
+    ) -> None:
         emit(self.observer, ToolCallEvent(call.id, call.name, call.arguments, status, result, seconds, iteration))
 
     def _run_tool(self, call: ToolCall, iteration: int) -> str:

@@ -40,8 +40,10 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Markdown
 
-PARAGRAPH = ("Streaming a long answer means the widget grows while tokens keep coming, so the cost of "
-             "each update decides whether the log keeps up. ")
+PARAGRAPH = (
+    "Streaming a long answer means the widget grows while tokens keep coming, so the cost of "
+    "each update decides whether the log keeps up. "
+)
 CODE = "```python\ndef handler(event):\n    return {'ok': True, 'event': event}\n```\n\n"
 
 
@@ -117,8 +119,7 @@ class NaiveApp(App):
         import openai
 
         client = openai.OpenAI(base_url=self.base_url, api_key="x", max_retries=0)
-        stream = client.chat.completions.create(model="agg", messages=[{"role": "user", "content": "go"}],
-                                                stream=True)
+        stream = client.chat.completions.create(model="agg", messages=[{"role": "user", "content": "go"}], stream=True)
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 self.post_message(Token(chunk.choices[0].delta.content))
@@ -175,15 +176,21 @@ def scenario(tokens: int, rate: float, naive: str, rounds: int, home: Path) -> N
             results[name].append(outcome)
             print(f"  round {round_ + 1} {name:>18}: lag {outcome[0]:6.2f}s, total {outcome[1]:6.2f}s", file=sys.stderr)
     bench.server.stop()
-    print(f"\n{tokens} tokens at {rate:g} tok/s (the stream itself takes {tokens / rate:.1f}s), "
-          f"median of {rounds} rounds:")
-    medians = {name: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-               for name, runs in results.items()}
+    print(
+        f"\n{tokens} tokens at {rate:g} tok/s (the stream itself takes {tokens / rate:.1f}s), "
+        f"median of {rounds} rounds:"
+    )
+    medians = {
+        name: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+        for name, runs in results.items()
+    }
     for name, (lag, total) in medians.items():
         print(f"  {name:>18}: last render {lag:6.2f}s after the last byte, {total:6.2f}s in all")
     (lag_ours, total_ours), (lag_rival, total_rival) = medians["moa-chat"], medians[rival]
-    print(f"  {rival} / moa-chat: lag x{lag_rival / max(lag_ours, 1e-3):.0f}, total x{total_rival / total_ours:.1f}",
-          flush=True)
+    print(
+        f"  {rival} / moa-chat: lag x{lag_rival / max(lag_ours, 1e-3):.0f}, total x{total_rival / total_ours:.1f}",
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 from scripted_server import ScriptedServer
 
-_KEY_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "TOGETHER_API_KEY", "GROQ_API_KEY",
-             "DEEPSEEK_API_KEY", "MISTRAL_API_KEY")
+_KEY_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "TOGETHER_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -76,8 +83,13 @@ def wire_config(home: Path, llm_server: ScriptedServer):
     from moa_chat.config import load_config
 
     def make(extra: str = ""):
-        path = write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=textwrap.indent(
-            textwrap.dedent(extra).strip(), "      ") if extra else ""))
+        path = write_config(
+            home,
+            WIRE_CONFIG.format(
+                base_url=llm_server.base_url,
+                extra=textwrap.indent(textwrap.dedent(extra).strip(), "      ") if extra else "",
+            ),
+        )
         return load_config(path)
 
     return make

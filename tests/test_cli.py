@@ -12,8 +12,14 @@ from moa_chat.openai_server import Reply
 
 
 def run(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "moa_chat", *args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "moa_chat", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
 
 
 def test_ask_demo_streams_only_the_reply_to_stdout(home):
@@ -51,8 +57,9 @@ def test_ask_json_reports_reply_references_and_usage(home, llm_server):
     assert [r["status"] for r in data["references"]] == ["ok", "failed", "ok"]
     assert data["references"][0]["text"] == "ok from ref-a" and data["references"][0]["seconds"] >= 0
     assert data["references"][0]["usage"]["total_tokens"] > 0
-    assert data["usage"]["total_tokens"] == (data["usage"]["references_total_tokens"]
-                                             + data["usage"]["aggregator_total_tokens"])
+    assert data["usage"]["total_tokens"] == (
+        data["usage"]["references_total_tokens"] + data["usage"]["aggregator_total_tokens"]
+    )
 
 
 def test_ask_exits_1_when_the_turn_fails(home, llm_server):
@@ -103,8 +110,14 @@ def _project(tmp_path):
 
 
 def run_in(cwd, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "moa_chat", *args], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ), cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "moa_chat", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+        cwd=cwd,
+    )
 
 
 def test_ask_with_tools_lists_the_folder_and_reads_the_readme(home, tmp_path):

@@ -58,7 +58,10 @@ def test_bundled_presets_are_complete_and_named_after_their_files():
 
 
 def test_user_presets_add_to_bundled_and_win_on_a_clash(home):
-    config = load_config(write_config(home, """
+    config = load_config(
+        write_config(
+            home,
+            """
         moa:
           presets:
             demo:
@@ -70,13 +73,18 @@ def test_user_presets_add_to_bundled_and_win_on_a_clash(home):
               reference_models:
                 - {provider: groq, model: llama-3.3-70b-versatile}
               aggregator: {provider: groq, model: openai/gpt-oss-120b}
-    """))
+    """,
+        )
+    )
     assert config.preset("demo").description == "my own demo"
     assert "frontier" in config.presets and "mine" in config.presets
 
 
 def test_slot_options_parse_and_unset_ones_stay_none(home):
-    config = load_config(write_config(home, """
+    config = load_config(
+        write_config(
+            home,
+            """
         moa:
           presets:
             tuned:
@@ -97,7 +105,9 @@ def test_slot_options_parse_and_unset_ones_stay_none(home):
               aggregator:
                 provider: openai
                 model: gpt-4.1
-    """))
+    """,
+        )
+    )
     preset = config.preset("tuned")
     first = preset.reference_models[0]
     assert (first.temperature, first.max_tokens, first.reasoning_effort, first.timeout) == (0.9, 400, "low", 15)
@@ -108,13 +118,16 @@ def test_slot_options_parse_and_unset_ones_stay_none(home):
 
 
 def test_invalid_yaml_names_file_line_and_column(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             broken:
               reference_models: [
               aggregator: {provider: openai
-    """)
+    """,
+    )
     with pytest.raises(ConfigError) as info:
         load_config(path)
     message = str(info.value)
@@ -124,7 +137,9 @@ def test_invalid_yaml_names_file_line_and_column(home):
 
 
 def test_reference_without_model_names_preset_slot_and_line(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             review:
@@ -135,7 +150,8 @@ def test_reference_without_model_names_preset_slot_and_line(home):
               aggregator:
                 provider: openai
                 model: gpt-4.1
-    """)
+    """,
+    )
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert "preset 'review' reference 2 is incomplete" in str(info.value)
@@ -144,19 +160,24 @@ def test_reference_without_model_names_preset_slot_and_line(home):
 
 
 def test_preset_without_aggregator_is_named(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             lonely:
               reference_models:
                 - {provider: openai, model: gpt-4.1-mini}
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"preset 'lonely' needs an aggregator"):
         load_config(path)
 
 
 def test_aggregator_without_provider_is_named(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             half:
@@ -164,13 +185,16 @@ def test_aggregator_without_provider_is_named(home):
                 - {provider: openai, model: gpt-4.1-mini}
               aggregator:
                 model: gpt-4.1
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"preset 'half' aggregator is incomplete: it needs provider"):
         load_config(path)
 
 
 def test_misspelt_key_is_named_with_a_suggestion_and_line(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             review:
@@ -179,7 +203,8 @@ def test_misspelt_key_is_named_with_a_suggestion_and_line(home):
                   model: gpt-4.1-mini
                   temprature: 0.2
               aggregator: {provider: openai, model: gpt-4.1}
-    """)
+    """,
+    )
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert "unknown key 'temprature'" in str(info.value)
@@ -188,14 +213,17 @@ def test_misspelt_key_is_named_with_a_suggestion_and_line(home):
 
 
 def test_out_of_range_value_names_the_key(home):
-    path = write_config(home, """
+    path = write_config(
+        home,
+        """
         moa:
           presets:
             hot:
               reference_models:
                 - {provider: openai, model: gpt-4.1-mini, temperature: 7}
               aggregator: {provider: openai, model: gpt-4.1}
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"temperature must be between 0.0 and 2.0, not 7"):
         load_config(path)
 
@@ -219,7 +247,9 @@ def test_unknown_default_preset_is_an_error_too(home):
 
 @pytest.mark.parametrize("provider", ["review", "moa"])
 def test_a_preset_cannot_use_a_preset_as_a_provider(home, provider):
-    path = write_config(home, f"""
+    path = write_config(
+        home,
+        f"""
         moa:
           presets:
             review:
@@ -230,7 +260,8 @@ def test_a_preset_cannot_use_a_preset_as_a_provider(home, provider):
               reference_models:
                 - {{provider: openai, model: gpt-4.1-mini}}
               aggregator: {{provider: {provider}, model: anything}}
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"preset 'nested' aggregator: provider '\w+' is a MoA preset"):
         load_config(path)
 
@@ -243,7 +274,10 @@ def test_custom_provider_needs_base_url_and_keys_never_live_in_the_file(home):
 
 
 def test_builtin_providers_can_be_overridden_by_name(home):
-    config = load_config(write_config(home, """
+    config = load_config(
+        write_config(
+            home,
+            """
         providers:
           ollama:
             base_url: http://gpu-box:11434/v1
@@ -251,7 +285,9 @@ def test_builtin_providers_can_be_overridden_by_name(home):
             base_url: http://localhost:8000/v1
             api_key_env: VLLM_KEY
             headers: {X-Team: research}
-    """))
+    """,
+        )
+    )
     assert config.providers["ollama"].base_url == "http://gpu-box:11434/v1"
     assert config.providers["vllm"].headers == {"X-Team": "research"}
     assert config.providers["openrouter"].api_key_env == "OPENROUTER_API_KEY"

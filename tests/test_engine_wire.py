@@ -19,8 +19,16 @@ QUESTION = [
     {"role": "system", "content": "You are a terse assistant. SECRET-SYSTEM-PROMPT"},
     {"role": "user", "content": "How do I reverse a list in Python?"},
 ]
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
-                                           "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 
 
 def _drain(stream) -> StreamAssembler:
@@ -56,8 +64,13 @@ def test_reference_view_and_advisor_prompt(wire_config, llm_server):
     config = wire_config()
     conversation = [
         *QUESTION,
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "x" * 5000 + "TAIL-MARK"},
         {"role": "assistant", "content": "The file is long."},
         {"role": "user", "content": "Summarise it."},
@@ -71,8 +84,10 @@ def test_reference_view_and_advisor_prompt(wire_config, llm_server):
     assert all(m["role"] in ("system", "user", "assistant") for m in messages)
     assert messages[-1]["role"] == "user" and "Summarise it." in messages[-1]["content"]
     rendered = str(messages)
-    assert "[called tool `read_file` with arguments {\"path\": \"a.py\"}]" in rendered.replace("\\'", "'") or \
-        'called tool `read_file` with arguments {"path": "a.py"}' in rendered
+    assert (
+        '[called tool `read_file` with arguments {"path": "a.py"}]' in rendered.replace("\\'", "'")
+        or 'called tool `read_file` with arguments {"path": "a.py"}' in rendered
+    )
     assert "TAIL-MARK" in rendered and "characters omitted" in rendered
     roles = [m["role"] for m in messages[1:]]
     assert all(a != b for a, b in itertools.pairwise(roles))  # alternating
@@ -138,17 +153,21 @@ def test_progress_events_in_order(wire_config, llm_server):
     for index in range(3):
         mine = [e for e in events if getattr(e, "index", None) == index]
         assert [type(e) for e in mine if type(e).__name__ != "ReferenceProgress"] == [
-            ReferenceQueued, ReferenceStarted, ReferenceFinished]
+            ReferenceQueued,
+            ReferenceStarted,
+            ReferenceFinished,
+        ]
     last = events[-1]
     assert isinstance(last, AggregatorStarted) and last.references_ok == 3 and last.label == "wire:agg"
 
 
 def test_stream_true_streams_the_aggregator_and_usage_is_collected(wire_config, llm_server):
     config = wire_config()
-    llm_server.script("ref-a", Reply(text="a", usage={"prompt_tokens": 10, "completion_tokens": 1,
-                                                     "total_tokens": 11}))
-    llm_server.script("agg", Reply(text="streamed final answer", usage={"prompt_tokens": 100,
-                                   "completion_tokens": 3, "total_tokens": 103}))
+    llm_server.script("ref-a", Reply(text="a", usage={"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}))
+    llm_server.script(
+        "agg",
+        Reply(text="streamed final answer", usage={"prompt_tokens": 100, "completion_tokens": 3, "total_tokens": 103}),
+    )
     facade = MoAChatCompletions("wire", config=config)
     stream = facade.create(messages=QUESTION, stream=True, timeout=30)
     assembler = _drain(stream)
@@ -232,10 +251,15 @@ def test_cancel_closes_the_aggregator_stream_at_once(wire_config, llm_server):
 
 
 def test_guidance_is_reused_within_a_user_turn_and_rerun_per_iteration_when_asked(wire_config, llm_server):
-    follow_up = [*QUESTION[1:],
-                 {"role": "assistant", "content": "", "tool_calls": [
-                     {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c1", "content": "file text"}]
+    follow_up = [
+        *QUESTION[1:],
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "file text"},
+    ]
     config = wire_config()
     facade = MoAChatCompletions("wire", config=config)
     facade.create(messages=QUESTION[1:])
@@ -255,7 +279,10 @@ def test_unset_slot_values_stay_off_the_wire_and_set_ones_are_sent(wire_config, 
     from conftest import write_config
     from moa_chat.config import load_config
 
-    config = load_config(write_config(home, f"""
+    config = load_config(
+        write_config(
+            home,
+            f"""
         providers:
           wire: {{base_url: "{llm_server.base_url}", max_retries: 0}}
         moa:
@@ -267,7 +294,9 @@ def test_unset_slot_values_stay_off_the_wire_and_set_ones_are_sent(wire_config, 
                 - {{provider: wire, model: ref-a, max_tokens: 77, extra_body: {{top_k: 5}}}}
                 - {{provider: wire, model: ref-b, temperature: 1.1, reasoning_effort: low}}
               aggregator: {{provider: wire, model: agg}}
-    """))
+    """,
+        )
+    )
     MoAChatCompletions("tuned", config=config).create(messages=QUESTION)
     a = llm_server.requests_for("ref-a")[0].body
     b = llm_server.requests_for("ref-b")[0].body
@@ -328,8 +357,11 @@ def test_cancel_is_prompt_while_the_aggregator_waits_for_its_first_byte(wire_con
             started.set()
 
     box = {}
-    worker = threading.Thread(target=lambda: box.setdefault(
-        "result", Turn(config, config.preset("wire"), observer=observer, cancel=cancel).run(QUESTION)))
+    worker = threading.Thread(
+        target=lambda: box.setdefault(
+            "result", Turn(config, config.preset("wire"), observer=observer, cancel=cancel).run(QUESTION)
+        )
+    )
     worker.start()
     assert started.wait(5)
     time.sleep(0.3)  # the request is out, no byte back yet

@@ -14,8 +14,9 @@ from moa_chat.providers import MissingApiKeyError, UnknownProviderError
 def test_non_stream_returns_the_validated_response(wire_config, llm_server):
     config = wire_config()
     llm_server.script("m", Reply(text="hello there"))
-    response = llm.call_llm(task="t", provider="wire", model="m", config=config,
-                            messages=[{"role": "user", "content": "hi"}])
+    response = llm.call_llm(
+        task="t", provider="wire", model="m", config=config, messages=[{"role": "user", "content": "hi"}]
+    )
     assert response.choices[0].message.content == "hello there"
     body = llm_server.requests_for("m")[0].body
     # Keys that were not given stay off the wire, so provider defaults apply.
@@ -26,8 +27,16 @@ def test_non_stream_returns_the_validated_response(wire_config, llm_server):
 def test_stream_returns_the_sdk_stream_with_stream_keys_on_the_request(wire_config, llm_server):
     config = wire_config()
     llm_server.script("m", Reply(text="one two three"))
-    stream = llm.call_llm(provider="wire", model="m", config=config, messages=[{"role": "user", "content": "hi"}],
-                          stream=True, stream_options={"include_usage": True}, temperature=0.3, max_tokens=50)
+    stream = llm.call_llm(
+        provider="wire",
+        model="m",
+        config=config,
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        temperature=0.3,
+        max_tokens=50,
+    )
     assert isinstance(stream, openai.Stream)
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -40,8 +49,11 @@ def test_stream_returns_the_sdk_stream_with_stream_keys_on_the_request(wire_conf
 
 def test_stream_without_stream_options_sends_none(wire_config, llm_server):
     config = wire_config()
-    list(llm.call_llm(provider="wire", model="m", config=config, stream=True,
-                      messages=[{"role": "user", "content": "hi"}]))
+    list(
+        llm.call_llm(
+            provider="wire", model="m", config=config, stream=True, messages=[{"role": "user", "content": "hi"}]
+        )
+    )
     body = llm_server.requests_for("m")[0].body
     assert body["stream"] is True and "stream_options" not in body
 
@@ -50,8 +62,13 @@ def test_http_error_names_provider_model_status_and_reason(wire_config, llm_serv
     config = wire_config()
     llm_server.script("m", Reply(status=401, error="Invalid API key provided"))
     with pytest.raises(llm.LLMCallError) as info:
-        llm.call_llm(task="moa_reference", provider="wire", model="m", config=config,
-                     messages=[{"role": "user", "content": "hi"}])
+        llm.call_llm(
+            task="moa_reference",
+            provider="wire",
+            model="m",
+            config=config,
+            messages=[{"role": "user", "content": "hi"}],
+        )
     assert info.value.status == 401
     assert str(info.value) == "wire:m failed: HTTP 401: Invalid API key provided (check the API key)"
 
@@ -60,12 +77,17 @@ def test_unreachable_endpoint_is_a_clear_error(home):
     from conftest import write_config
     from moa_chat.config import load_config
 
-    config = load_config(write_config(home, """
+    config = load_config(
+        write_config(
+            home,
+            """
         providers:
           dead:
             base_url: http://127.0.0.1:9/v1
             max_retries: 0
-    """))
+    """,
+        )
+    )
     with pytest.raises(llm.LLMCallError, match=r"dead:m failed: cannot reach the endpoint"):
         llm.call_llm(provider="dead", model="m", config=config, messages=[{"role": "user", "content": "hi"}])
 
@@ -74,8 +96,9 @@ def test_missing_key_names_the_environment_variable(home):
     from moa_chat.config import load_config
 
     with pytest.raises(MissingApiKeyError) as info:
-        llm.call_llm(provider="openrouter", model="x", config=load_config(),
-                     messages=[{"role": "user", "content": "hi"}])
+        llm.call_llm(
+            provider="openrouter", model="x", config=load_config(), messages=[{"role": "user", "content": "hi"}]
+        )
     assert "OPENROUTER_API_KEY" in str(info.value) and "'openrouter'" in str(info.value)
 
 
@@ -83,8 +106,9 @@ def test_unknown_provider_fails_at_call_time_with_guidance(home):
     from moa_chat.config import load_config
 
     with pytest.raises(UnknownProviderError, match=r"unknown provider 'openai-codex'.*providers:"):
-        llm.call_llm(provider="openai-codex", model="x", config=load_config(),
-                     messages=[{"role": "user", "content": "hi"}])
+        llm.call_llm(
+            provider="openai-codex", model="x", config=load_config(), messages=[{"role": "user", "content": "hi"}]
+        )
 
 
 def test_openai_honours_openai_base_url(home, monkeypatch, llm_server):
@@ -93,9 +117,15 @@ def test_openai_honours_openai_base_url(home, monkeypatch, llm_server):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
     provider, model, base_url, api_key, mode = llm._resolve_task_provider_model(
-        "t", "openai", "gpt-4.1", config=load_config())
-    assert (provider, model, base_url, api_key, mode) == ("openai", "gpt-4.1", llm_server.base_url, "sk-test",
-                                                          "chat_completions")
+        "t", "openai", "gpt-4.1", config=load_config()
+    )
+    assert (provider, model, base_url, api_key, mode) == (
+        "openai",
+        "gpt-4.1",
+        llm_server.base_url,
+        "sk-test",
+        "chat_completions",
+    )
 
 
 def test_clients_are_cached_per_endpoint_and_key(wire_config, llm_server):
@@ -116,7 +146,11 @@ def test_validation_names_task_provider_and_model():
 def test_demo_provider_needs_no_key_and_uses_the_same_sdk_path(home):
     from moa_chat.config import load_config
 
-    response = llm.call_llm(provider="demo", model="simulated-analyst", config=load_config(),
-                            messages=[{"role": "user", "content": "How should I cache HTTP responses?"}])
+    response = llm.call_llm(
+        provider="demo",
+        model="simulated-analyst",
+        config=load_config(),
+        messages=[{"role": "user", "content": "How should I cache HTTP responses?"}],
+    )
     assert "cache" in response.choices[0].message.content.lower()
     assert response.usage.total_tokens > 0

@@ -44,17 +44,28 @@ def test_tools_are_discovered_prefixed_and_called_in_a_turn(home, llm_server, tm
         schema = next(s for s in registry.schemas() if s["function"]["name"] == "tiny__add")
         assert set(schema["function"]["parameters"]["properties"]) == {"a", "b"}
 
-        llm_server.script("agg", [
-            Reply(tool_calls=[ScriptedToolCall("tiny__add", json.dumps({"a": 2, "b": 40}), id="m1"),
-                              ScriptedToolCall("tiny__remember", json.dumps({"note": "hi"}), id="m2"),
-                              ScriptedToolCall("tiny__fail", "{}", id="m3")]),
-            Reply(text="2 + 40 = 42"),
-        ])
-        result = Turn(config, config.preset("wire"), tools=registry,
-                      approver=ApprovalPolicy(allow_all=True)).run([{"role": "user", "content": "add 2 and 40"}])
+        llm_server.script(
+            "agg",
+            [
+                Reply(
+                    tool_calls=[
+                        ScriptedToolCall("tiny__add", json.dumps({"a": 2, "b": 40}), id="m1"),
+                        ScriptedToolCall("tiny__remember", json.dumps({"note": "hi"}), id="m2"),
+                        ScriptedToolCall("tiny__fail", "{}", id="m3"),
+                    ]
+                ),
+                Reply(text="2 + 40 = 42"),
+            ],
+        )
+        result = Turn(config, config.preset("wire"), tools=registry, approver=ApprovalPolicy(allow_all=True)).run(
+            [{"role": "user", "content": "add 2 and 40"}]
+        )
         assert result.status == "ok" and result.text == "2 + 40 = 42"
-        tools = {m["tool_call_id"]: m["content"] for m in llm_server.requests_for("agg")[1].body["messages"]
-                 if m["role"] == "tool"}
+        tools = {
+            m["tool_call_id"]: m["content"]
+            for m in llm_server.requests_for("agg")[1].body["messages"]
+            if m["role"] == "tool"
+        }
         assert tools["m1"] == "42"
         assert tools["m2"] == "stored 1 note(s)"
         assert tools["m3"].startswith("error: ") and "fail" in tools["m3"]  # an error result, not a crash
@@ -65,14 +76,18 @@ def test_tools_are_discovered_prefixed_and_called_in_a_turn(home, llm_server, tm
 
 
 def test_a_server_that_fails_to_start_is_reported_once_and_skipped(home, llm_server, tmp_path):
-    config = _config(home, llm_server, f"""
+    config = _config(
+        home,
+        llm_server,
+        f"""
 mcp_servers:
   broken:
     command: definitely-not-a-real-binary-xyz
   tiny:
     command: {sys.executable}
     args: [{SERVER}]
-""")
+""",
+    )
     reports = []
     hub = McpHub(config.mcp_servers).start(report=reports.append)
     try:

@@ -15,8 +15,14 @@ TIME = ScriptedToolCall("get_time", json.dumps({"timezone": "Europe/Paris"}), id
 def _assemble(wire_config, llm_server, reply: Reply) -> StreamAssembler:
     config = wire_config()
     llm_server.script("m", reply)
-    stream = llm.call_llm(provider="wire", model="m", config=config, stream=True,
-                          stream_options={"include_usage": True}, messages=[{"role": "user", "content": "hi"}])
+    stream = llm.call_llm(
+        provider="wire",
+        model="m",
+        config=config,
+        stream=True,
+        stream_options={"include_usage": True},
+        messages=[{"role": "user", "content": "hi"}],
+    )
     assembler = StreamAssembler()
     for chunk in stream:
         assembler.feed(chunk)
@@ -67,17 +73,14 @@ def _delta(index=None, id=None, name=None, arguments=None):
 
 def test_servers_that_number_every_call_zero_are_told_apart_by_id():
     a = StreamAssembler()
-    for chunk in (_delta(0, "a", "one", '{"x":'), _delta(0, None, None, " 1}"),
-                  _delta(0, "b", "two", '{"y": 2}')):
+    for chunk in (_delta(0, "a", "one", '{"x":'), _delta(0, None, None, " 1}"), _delta(0, "b", "two", '{"y": 2}')):
         a.feed(chunk)
-    assert [(c.id, c.name, c.arguments) for c in a.tool_calls()] == [
-        ("a", "one", '{"x": 1}'), ("b", "two", '{"y": 2}')]
+    assert [(c.id, c.name, c.arguments) for c in a.tool_calls()] == [("a", "one", '{"x": 1}'), ("b", "two", '{"y": 2}')]
 
 
 def test_calls_without_index_continue_until_a_new_id():
     a = StreamAssembler()
-    for chunk in (_delta(None, "a", "one", '{"x"'), _delta(None, None, None, ": 1}"),
-                  _delta(None, "b", "two", "{}")):
+    for chunk in (_delta(None, "a", "one", '{"x"'), _delta(None, None, None, ": 1}"), _delta(None, "b", "two", "{}")):
         a.feed(chunk)
     assert [(c.name, c.arguments) for c in a.tool_calls()] == [("one", '{"x": 1}'), ("two", "{}")]
 

@@ -19,8 +19,9 @@ class Tmux:
         self.socket = socket
 
     def __call__(self, *args: str, check: bool = True) -> str:
-        result = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
-                                timeout=10, check=check)
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10, check=check
+        )
         return result.stdout
 
     def screen(self) -> str:
@@ -39,10 +40,19 @@ class Tmux:
 
 def start(tmux: Tmux, home, cwd=None) -> None:
     # A clean environment: an inherited COLUMNS/LINES would override the pane's real size.
-    env = {"MOA_CHAT_HOME": str(home), "MOA_CHAT_DEMO_PACE": "0.2", "TERM": "xterm-256color",
-           "LANG": "C.UTF-8", "HOME": str(home), "PATH": os.environ.get("PATH", "")}
-    command = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + \
-        f" {shlex.quote(sys.executable)} -m moa_chat --preset demo"
+    env = {
+        "MOA_CHAT_HOME": str(home),
+        "MOA_CHAT_DEMO_PACE": "0.2",
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    command = (
+        "env -i "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        + f" {shlex.quote(sys.executable)} -m moa_chat --preset demo"
+    )
     tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", "-c", str(cwd or home), command)
 
 

@@ -38,17 +38,27 @@ def call(name, arguments, id=None):
 
 
 def turn(config, registry, *, approver=None, observer=None, cancel=None, preset="wire"):
-    return Turn(config, config.preset(preset), tools=registry, approver=approver or ApprovalPolicy(),
-                observer=observer, cancel=cancel)
+    return Turn(
+        config,
+        config.preset(preset),
+        tools=registry,
+        approver=approver or ApprovalPolicy(),
+        observer=observer,
+        cancel=cancel,
+    )
 
 
 def test_fragmented_tool_call_runs_and_its_result_reaches_the_next_request(wire_config, llm_server, registry):
     config = wire_config()
-    llm_server.script("agg", [
-        Reply(text="Reading it.", tool_calls=[call("read_file", {"path": "README.md"}, id="c1")],
-              argument_pieces=7),
-        Reply(text="It says the answer is 42."),
-    ])
+    llm_server.script(
+        "agg",
+        [
+            Reply(
+                text="Reading it.", tool_calls=[call("read_file", {"path": "README.md"}, id="c1")], argument_pieces=7
+            ),
+            Reply(text="It says the answer is 42."),
+        ],
+    )
     events = []
     result = turn(config, registry, observer=events.append).run(ASK)
     assert result.status == "ok" and result.text == "Reading it.\n\nIt says the answer is 42."
@@ -57,8 +67,9 @@ def test_fragmented_tool_call_runs_and_its_result_reaches_the_next_request(wire_
     sent = second["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")
     assert assistant["content"] == "Reading it."
-    assert assistant["tool_calls"] == [{"id": "c1", "type": "function",
-                                        "function": {"name": "read_file", "arguments": '{"path": "README.md"}'}}]
+    assert assistant["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "README.md"}'}}
+    ]
     tool_message = next(m for m in sent if m["role"] == "tool")
     assert tool_message["tool_call_id"] == "c1" and "The answer is 42." in tool_message["content"]
     statuses = [e.status for e in events if isinstance(e, ToolCallEvent)]
@@ -76,11 +87,18 @@ def test_tool_call_only_messages_carry_empty_content_not_null(wire_config, llm_s
 
 def test_two_parallel_calls_each_get_a_result_in_order(wire_config, llm_server, registry):
     config = wire_config()
-    llm_server.script("agg", [
-        Reply(tool_calls=[call("list_directory", {"path": "."}, id="a"),
-                          call("read_file", {"path": "README.md"}, id="b")]),
-        Reply(text="Both seen."),
-    ])
+    llm_server.script(
+        "agg",
+        [
+            Reply(
+                tool_calls=[
+                    call("list_directory", {"path": "."}, id="a"),
+                    call("read_file", {"path": "README.md"}, id="b"),
+                ]
+            ),
+            Reply(text="Both seen."),
+        ],
+    )
     result = turn(config, registry).run(ASK)
     tools = [m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tools] == ["a", "b"]
@@ -90,11 +108,17 @@ def test_two_parallel_calls_each_get_a_result_in_order(wire_config, llm_server, 
 
 def test_repeated_id_and_name_deltas_run_one_call(wire_config, llm_server, registry):
     config = wire_config()
-    llm_server.script("agg", [
-        Reply(tool_calls=[call("read_file", {"path": "README.md"}, id="same")], repeat_call_identity=True,
-              argument_pieces=5),
-        Reply(text="ok"),
-    ])
+    llm_server.script(
+        "agg",
+        [
+            Reply(
+                tool_calls=[call("read_file", {"path": "README.md"}, id="same")],
+                repeat_call_identity=True,
+                argument_pieces=5,
+            ),
+            Reply(text="ok"),
+        ],
+    )
     events = []
     turn(config, registry, observer=events.append).run(ASK)
     done = [e for e in events if isinstance(e, ToolCallEvent) and e.status == "done"]
@@ -103,10 +127,13 @@ def test_repeated_id_and_name_deltas_run_one_call(wire_config, llm_server, regis
 
 def test_invalid_json_arguments_go_back_to_the_model_as_an_error(wire_config, llm_server, registry):
     config = wire_config()
-    llm_server.script("agg", [
-        Reply(tool_calls=[call("read_file", '{"path": "README.md"', id="bad")]),
-        Reply(text="Sorry, retrying would help."),
-    ])
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[call("read_file", '{"path": "README.md"', id="bad")]),
+            Reply(text="Sorry, retrying would help."),
+        ],
+    )
     result = turn(config, registry).run(ASK)
     assert result.status == "ok"
     tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
@@ -124,10 +151,13 @@ def test_unknown_tool_is_an_error_result(wire_config, llm_server, registry):
 
 def test_a_changing_tool_asks_first_and_a_denial_reaches_the_model(wire_config, llm_server, registry, workspace):
     config = wire_config()
-    llm_server.script("agg", [
-        Reply(tool_calls=[call("write_file", {"path": "README.md", "content": "vandalised"}, id="w")]),
-        Reply(text="Understood, I left it alone."),
-    ])
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[call("write_file", {"path": "README.md", "content": "vandalised"}, id="w")]),
+            Reply(text="Understood, I left it alone."),
+        ],
+    )
     asked = []
 
     def deny(request):
@@ -148,8 +178,14 @@ def test_a_changing_tool_asks_first_and_a_denial_reaches_the_model(wire_config, 
 def test_allow_for_the_session_asks_only_once(wire_config, llm_server, registry, workspace):
     config = wire_config()
     write = {"path": "out.txt", "content": "x"}
-    llm_server.script("agg", [Reply(tool_calls=[call("write_file", write, id="1")]),
-                              Reply(tool_calls=[call("write_file", write, id="2")]), Reply(text="done")])
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[call("write_file", write, id="1")]),
+            Reply(tool_calls=[call("write_file", write, id="2")]),
+            Reply(text="done"),
+        ],
+    )
     asked = []
     policy = ApprovalPolicy(lambda request: asked.append(request) or "allow_always")
     turn(config, registry, approver=policy).run(ASK)
@@ -189,8 +225,14 @@ def test_the_iteration_cap_ends_a_runaway_loop_with_a_note(wire_config, llm_serv
 @pytest.mark.parametrize(("fanout", "per_reference"), [("user_turn", 1), ("per_iteration", 3)])
 def test_fanout_user_turn_versus_per_iteration(wire_config, llm_server, registry, fanout, per_reference):
     config = wire_config(f"fanout: {fanout}")
-    llm_server.script("agg", [Reply(tool_calls=[call("list_directory", {})]),
-                              Reply(tool_calls=[call("read_file", {"path": "README.md"})]), Reply(text="done")])
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[call("list_directory", {})]),
+            Reply(tool_calls=[call("read_file", {"path": "README.md"})]),
+            Reply(text="done"),
+        ],
+    )
     turn(config, registry).run(ASK)
     assert len(llm_server.requests_for("agg")) == 3
     for model in ("ref-a", "ref-b", "ref-c"):
@@ -221,8 +263,12 @@ def test_escape_interrupts_a_running_tool(wire_config, llm_server, registry):
             running.set()
 
     box = {}
-    worker = threading.Thread(target=lambda: box.setdefault("result", turn(
-        config, registry, approver=ApprovalPolicy(allow_all=True), observer=observer, cancel=cancel).run(ASK)))
+    worker = threading.Thread(
+        target=lambda: box.setdefault(
+            "result",
+            turn(config, registry, approver=ApprovalPolicy(allow_all=True), observer=observer, cancel=cancel).run(ASK),
+        )
+    )
     worker.start()
     assert running.wait(10)
     started = time.monotonic()
@@ -231,8 +277,11 @@ def test_escape_interrupts_a_running_tool(wire_config, llm_server, registry):
     assert time.monotonic() - started < 1
     result = box["result"]
     assert result.status == "cancelled"
-    assert result.new_messages[-1] == {"role": "tool", "tool_call_id": result.new_messages[0]["tool_calls"][0]["id"],
-                                       "content": "cancelled by the user"}
+    assert result.new_messages[-1] == {
+        "role": "tool",
+        "tool_call_id": result.new_messages[0]["tool_calls"][0]["id"],
+        "content": "cancelled by the user",
+    }
     assert len(llm_server.requests_for("agg")) == 1
 
 
@@ -257,8 +306,11 @@ def test_an_approver_that_fails_denies_nothing_silently_and_keeps_the_turn(wire_
     llm_server.script("agg", [Reply(tool_calls=[call("write_file", write, id="w")]), Reply(text="ok")])
     result = turn(config, registry, approver=broken).run(ASK)
     assert result.status == "ok"
-    assert {"role": "tool", "tool_call_id": "w",
-            "content": "error: RuntimeError: the approval dialog went away"} in result.new_messages
+    assert {
+        "role": "tool",
+        "tool_call_id": "w",
+        "content": "error: RuntimeError: the approval dialog went away",
+    } in result.new_messages
     assert not any(m["role"] == "tool" and "created" in m["content"] for m in result.new_messages)
 
 

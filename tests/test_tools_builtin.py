@@ -45,7 +45,11 @@ def test_every_builtin_has_a_schema_and_a_safety_flag(tools):
 
 def test_read_file_whole_and_by_range(tools):
     assert run(tools, "read_file", path="README.md").splitlines() == [
-        "README.md (lines 1–3 of 3)", "# Demo project", "", "It does things."]
+        "README.md (lines 1–3 of 3)",
+        "# Demo project",
+        "",
+        "It does things.",
+    ]
     ranged = run(tools, "read_file", path="src/main.py", start_line=2, end_line=2)
     assert ranged.splitlines() == ["src/main.py (lines 2–2 of 4)", "    print('hello')"]
 
@@ -152,7 +156,10 @@ def test_missing_and_mistyped_arguments_are_tool_errors(tools):
 def test_tool_selection_by_preset_and_global_setting(home, ws):
     from conftest import write_config
 
-    config = load_config(write_config(home, """
+    config = load_config(
+        write_config(
+            home,
+            """
         tools: [read_file, list_directory]
         moa:
           presets:
@@ -164,7 +171,9 @@ def test_tool_selection_by_preset_and_global_setting(home, ws):
               tools: [read_file, no_such_tool]
               reference_models: [{provider: demo, model: simulated-analyst}]
               aggregator: {provider: demo, model: simulated-synthesizer}
-    """))
+    """,
+        )
+    )
     registry, warnings = tools_for(config, config.preset("demo"), ws)
     assert registry.names() == ["read_file", "list_directory"] and not warnings
     assert len(tools_for(config, config.preset("plain"), ws)[0]) == 0

@@ -89,8 +89,9 @@ async def test_preset_picker_switches_with_enter(wire_config, llm_server):
 
 async def test_escape_cancels_a_slow_stream_promptly_and_keeps_the_partial_text(wire_config, llm_server):
     config = wire_config()
-    llm_server.script("agg", [Reply(text=" ".join(f"word{i}" for i in range(300)), piece_delay=0.1),
-                              Reply(text="the next turn")])
+    llm_server.script(
+        "agg", [Reply(text=" ".join(f"word{i}" for i in range(300)), piece_delay=0.1), Reply(text="the next turn")]
+    )
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "write a lot")

@@ -75,15 +75,18 @@ def test_aggregator_error_in_the_log(snap_compare, wire_config, llm_server):
 
 
 def test_cancelled_reply(snap_compare, wire_config, llm_server):
-    llm_server.script("agg", Reply(text="Here is the first part of a long answer, and then", pause_after=7,
-                                   pause=30))
+    llm_server.script("agg", Reply(text="Here is the first part of a long answer, and then", pause_after=7, pause=30))
 
     async def run_before(pilot):
         app = pilot.app
         await send(pilot, "Tell me everything")
-        await wait_until(pilot, lambda: bool(app.query(AssistantReply))
-                         and app.query_one(AssistantReply).text == "Here is the first part of a",
-                         describe=lambda: repr(app.query(AssistantReply) and app.query_one(AssistantReply).text))
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(app.query(AssistantReply)) and app.query_one(AssistantReply).text == "Here is the first part of a"
+            ),
+            describe=lambda: repr(app.query(AssistantReply) and app.query_one(AssistantReply).text),
+        )
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.query_one(AssistantReply).finished)
         await settle(pilot)

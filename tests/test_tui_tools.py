@@ -79,8 +79,11 @@ async def test_denying_tells_the_model_and_changes_nothing(home, project):
         await answer_write_request(pilot, "n")
         assert not (project / DEMO_NOTE).exists()
         assert app.query_one(ToolBlock).event.status == "denied"
-        assert {"role": "tool", "tool_call_id": app.messages[1]["tool_calls"][0]["id"],
-                "content": "denied by the user"} in app.messages
+        assert {
+            "role": "tool",
+            "tool_call_id": app.messages[1]["tool_calls"][0]["id"],
+            "content": "denied by the user",
+        } in app.messages
 
 
 async def test_allow_for_the_session_is_remembered(home, project):

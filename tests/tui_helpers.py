@@ -19,8 +19,9 @@ def make_app(config: Config, preset: str, **kwargs: object) -> MoAChatApp:
     return app
 
 
-async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10.0,
-                     describe: Callable[[], str] | str | None = None) -> None:
+async def wait_until(
+    pilot: Pilot, predicate: Callable[[], bool], timeout: float = 10.0, describe: Callable[[], str] | str | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -13,8 +13,12 @@ from .workspace import Workspace
 __all__ = ["Tool", "ToolError", "ToolRegistry", "Workspace", "select_tools", "tools_for"]
 
 
-def tools_for(config: Config, preset: Preset, workspace: Workspace, mcp: McpHub | None = None,
-              ) -> tuple[ToolRegistry, list[str]]:
+def tools_for(
+    config: Config,
+    preset: Preset,
+    workspace: Workspace,
+    mcp: McpHub | None = None,
+) -> tuple[ToolRegistry, list[str]]:
     """The registry for a turn on this preset: built-ins for the workspace plus started MCP servers' tools."""
     available = [*builtin_tools(workspace), *(mcp.tools() if mcp is not None else [])]
     return select_tools(available, config, preset)

@@ -37,8 +37,21 @@ MAX_COMMAND_OUTPUT = 20_000
 MAX_COMMAND_TIMEOUT = 300.0
 MAX_FETCH_BYTES = 1_000_000
 MAX_FETCH_TIMEOUT = 30.0
-SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
-             ".pytest_cache", ".ruff_cache", ".tox", "dist", "build"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    "dist",
+    "build",
+}
 
 
 def _is_binary(data: bytes) -> bool:
@@ -91,8 +104,10 @@ def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
         raise ToolError(f"start_line {start} is past the end of {rel} ({total} lines)")
     notes = []
     if cut:
-        notes.append(f"[cut: showing lines {start}–{last}; the file has {size:,} bytes, {total} lines. "
-                     f"Ask for start_line={last + 1} to read on.]")
+        notes.append(
+            f"[cut: showing lines {start}–{last}; the file has {size:,} bytes, {total} lines. "
+            f"Ask for start_line={last + 1} to read on.]"
+        )
     return "\n".join([f"{rel} (lines {start}–{last} of {total})", *chosen, *notes])
 
 
@@ -170,8 +185,14 @@ def _write_preview(ws: Workspace, args: dict[str, Any]) -> str:
     name = ws.relative(path)
     if not path.exists():
         lines = content.splitlines()
-        return "\n".join([f"new file {name} ({len(content):,} characters)", "--- /dev/null", f"+++ {name}",
-                          *(f"+{line}" for line in lines[:400])])
+        return "\n".join(
+            [
+                f"new file {name} ({len(content):,} characters)",
+                "--- /dev/null",
+                f"+++ {name}",
+                *(f"+{line}" for line in lines[:400]),
+            ]
+        )
     old = path.read_text(encoding="utf-8", errors="replace")
     diff = difflib.unified_diff(old.splitlines(), content.splitlines(), f"a/{name}", f"b/{name}", lineterm="")
     text = "\n".join(diff)
@@ -216,13 +237,19 @@ def _run_preview(ws: Workspace, args: dict[str, Any]) -> str:
 def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
     argv, shell = _command_argv(args)
     timeout = args.get("timeout", 30) or 30
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
-            or timeout <= 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds")
     timeout = min(float(timeout), MAX_COMMAND_TIMEOUT)
     try:
-        process = subprocess.Popen(argv, cwd=ws.root, shell=shell, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        process = subprocess.Popen(
+            argv,
+            cwd=ws.root,
+            shell=shell,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except FileNotFoundError as exc:
         raise ToolError(f"command not found: {exc.filename}") from exc
     except OSError as exc:
@@ -403,66 +430,100 @@ def builtin_tools(workspace: Workspace) -> list[Tool]:
             "read_file",
             "Read a text file inside the working directory, optionally a range of lines. Large files are cut "
             "with a note saying how to read on.",
-            {"type": "object", "properties": {
-                "path": _path_param("File path, relative to the working directory"),
-                "start_line": {"type": "integer", "description": "First line to read (1-based)", "minimum": 1},
-                "end_line": {"type": "integer", "description": "Last line to read (inclusive)", "minimum": 1},
-            }, "required": ["path"]},
-            read_only=True, run=bind(_read_file),
+            {
+                "type": "object",
+                "properties": {
+                    "path": _path_param("File path, relative to the working directory"),
+                    "start_line": {"type": "integer", "description": "First line to read (1-based)", "minimum": 1},
+                    "end_line": {"type": "integer", "description": "Last line to read (inclusive)", "minimum": 1},
+                },
+                "required": ["path"],
+            },
+            read_only=True,
+            run=bind(_read_file),
         ),
         Tool(
             "list_directory",
             "List the entries of a directory inside the working directory (folders first, with file sizes).",
-            {"type": "object", "properties": {
-                "path": _path_param("Directory, relative to the working directory (default: '.')"),
-            }},
-            read_only=True, run=bind(_list_directory),
+            {
+                "type": "object",
+                "properties": {
+                    "path": _path_param("Directory, relative to the working directory (default: '.')"),
+                },
+            },
+            read_only=True,
+            run=bind(_list_directory),
         ),
         Tool(
             "search_files",
             "Search the text of files under a directory for a string or regular expression; returns "
             "path:line: text for each match, capped.",
-            {"type": "object", "properties": {
-                "query": {"type": "string", "description": "Text (or regex, with regex=true) to find"},
-                "path": _path_param("Directory or file to search (default: '.')"),
-                "glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py'"},
-                "regex": {"type": "boolean", "description": "Treat query as a regular expression"},
-                "case_sensitive": {"type": "boolean"},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS},
-            }, "required": ["query"]},
-            read_only=True, run=bind(_search_files),
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Text (or regex, with regex=true) to find"},
+                    "path": _path_param("Directory or file to search (default: '.')"),
+                    "glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py'"},
+                    "regex": {"type": "boolean", "description": "Treat query as a regular expression"},
+                    "case_sensitive": {"type": "boolean"},
+                    "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS},
+                },
+                "required": ["query"],
+            },
+            read_only=True,
+            run=bind(_search_files),
         ),
         Tool(
             "write_file",
             "Create or replace a text file inside the working directory with the given content. The user "
             "sees a diff and must approve.",
-            {"type": "object", "properties": {
-                "path": _path_param("File path, relative to the working directory"),
-                "content": {"type": "string", "description": "The complete new content of the file"},
-            }, "required": ["path", "content"]},
-            read_only=False, run=bind(_write_file), make_preview=lambda args: _write_preview(ws, args),
+            {
+                "type": "object",
+                "properties": {
+                    "path": _path_param("File path, relative to the working directory"),
+                    "content": {"type": "string", "description": "The complete new content of the file"},
+                },
+                "required": ["path", "content"],
+            },
+            read_only=False,
+            run=bind(_write_file),
+            make_preview=lambda args: _write_preview(ws, args),
         ),
         Tool(
             "run_command",
             "Run a program in the working directory and return its exit status and output (capped). No "
             "shell unless shell=true. The user must approve.",
-            {"type": "object", "properties": {
-                "command": {"description": "The command: a list of arguments, or a string split like a shell "
-                            "would (no pipes or globbing unless shell=true)",
-                            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-                "shell": {"type": "boolean", "description": "Run through /bin/sh (pipes, redirects)"},
-                "timeout": {"type": "number", "description": "Seconds before it is killed (default 30)"},
-            }, "required": ["command"]},
-            read_only=False, run=bind(_run_command), make_preview=lambda args: _run_preview(ws, args),
+            {
+                "type": "object",
+                "properties": {
+                    "command": {
+                        "description": "The command: a list of arguments, or a string split like a shell "
+                        "would (no pipes or globbing unless shell=true)",
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                    },
+                    "shell": {"type": "boolean", "description": "Run through /bin/sh (pipes, redirects)"},
+                    "timeout": {"type": "number", "description": "Seconds before it is killed (default 30)"},
+                },
+                "required": ["command"],
+            },
+            read_only=False,
+            run=bind(_run_command),
+            make_preview=lambda args: _run_preview(ws, args),
         ),
         Tool(
             "fetch_url",
             "Fetch an http(s) URL and return its text (HTML reduced to text), capped in size and time.",
-            {"type": "object", "properties": {
-                "url": {"type": "string", "description": "An http:// or https:// URL"},
-                "max_bytes": {"type": "integer", "description": "Most bytes to read (default 200000)"},
-            }, "required": ["url"]},
-            read_only=True, run=bind(_fetch_url), asks_when=_local_address,
+            {
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "An http:// or https:// URL"},
+                    "max_bytes": {"type": "integer", "description": "Most bytes to read (default 200000)"},
+                },
+                "required": ["url"],
+            },
+            read_only=True,
+            run=bind(_fetch_url),
+            asks_when=_local_address,
         ),
     ]
 

@@ -91,8 +91,12 @@ class McpServer:
         self._stop = asyncio.Event()
         # The SDK passes servers a minimal environment (PATH, HOME, ...) plus `env:` from the config:
         # provider keys in our environment never reach a server unless the user names them.
-        params = StdioServerParameters(command=self.config.command, args=list(self.config.args),
-                                       env=dict(self.config.env) or None, cwd=self.config.cwd)
+        params = StdioServerParameters(
+            command=self.config.command,
+            args=list(self.config.args),
+            env=dict(self.config.env) or None,
+            cwd=self.config.cwd,
+        )
         # The server's stderr would tear a full-screen app: it goes nowhere.
         with open(os.devnull, "w") as errlog:
             try:
@@ -140,7 +144,8 @@ class McpServer:
         if session is None:
             raise ToolError(f"MCP server {self.config.name!r} is not running")
         future = asyncio.run_coroutine_threadsafe(
-            session.call_tool(name, arguments, read_timeout_seconds=CALL_TIMEOUT), self._loop)
+            session.call_tool(name, arguments, read_timeout_seconds=CALL_TIMEOUT), self._loop
+        )
         while True:
             try:
                 result = future.result(timeout=0.1)

@@ -42,8 +42,10 @@ class Tool:
         return self.approval_reason(arguments) is not None
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
     def preview(self, arguments: dict[str, Any]) -> str | None:
         if self.make_preview is None:

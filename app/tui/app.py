@@ -84,8 +84,15 @@ class MoAChatApp(App[int]):
 
     turn_running: reactive[bool] = reactive(False, init=False)
 
-    def __init__(self, config: Config, preset: Preset, *, notice: str | None = None,
-                 theme: str | None = None, remember_theme: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        preset: Preset,
+        *,
+        notice: str | None = None,
+        theme: str | None = None,
+        remember_theme: bool = True,
+    ) -> None:
         super().__init__()
         self.config = config
         self.preset = preset
@@ -196,11 +203,16 @@ class MoAChatApp(App[int]):
         self._run_turn(preset, list(self.messages), self._cancel, self._bridge, tools)
 
     @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
-    def _run_turn(self, preset: Preset, messages: list[dict[str, Any]], cancel: CancelToken,
-                  bridge: TurnBridge, tools: ToolRegistry) -> None:
+    def _run_turn(
+        self,
+        preset: Preset,
+        messages: list[dict[str, Any]],
+        cancel: CancelToken,
+        bridge: TurnBridge,
+        tools: ToolRegistry,
+    ) -> None:
         """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
-        turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools,
-                    approver=self.approval)
+        turn = Turn(self.config, preset, observer=bridge, cancel=cancel, tools=tools, approver=self.approval)
         bridge.post_after_text(TurnDone(turn.run(messages)))
 
     def _ask_approval(self, request: ApprovalRequest) -> Decision:
@@ -240,8 +252,9 @@ class MoAChatApp(App[int]):
         elif isinstance(event, AggregatorStarted | AggregatorFinished):
             self.sidebar.aggregator_card.apply(event)
             if isinstance(event, AggregatorStarted) and reply is not None and not reply.text:
-                reply.set_status(f"{event.label} is writing… ({event.references_ok}/{event.references_total} "
-                                 "references answered)")
+                reply.set_status(
+                    f"{event.label} is writing… ({event.references_ok}/{event.references_total} references answered)"
+                )
         elif isinstance(event, ToolCallEvent) and reply is not None:
             await reply.tool_event(event)
         elif isinstance(event, Notice):
@@ -295,8 +308,10 @@ class MoAChatApp(App[int]):
         self.preset = preset
         self.query_one(StatusHeader).show(preset)
         when = " from the next turn" if self.turn_running else ""
-        self.notify(f"{preset.name}: {len(preset.references)} references → {preset.aggregator.label}{when}",
-                    title="Preset switched")
+        self.notify(
+            f"{preset.name}: {len(preset.references)} references → {preset.aggregator.label}{when}",
+            title="Preset switched",
+        )
         if self.turn_running:
             self._sidebar_stale = True
         else:
@@ -387,18 +402,20 @@ class MoAChatApp(App[int]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Pick preset", "Choose the MoA preset for the next turn (F2)", self.action_preset_picker)
         yield SystemCommand("Next preset", "Switch to the next preset (F3)", self.action_next_preset)
-        yield SystemCommand("Previous preset", "Switch to the previous preset (Shift+F3)",
-                            self.action_previous_preset)
+        yield SystemCommand("Previous preset", "Switch to the previous preset (Shift+F3)", self.action_previous_preset)
         if self.turn_running:
-            yield SystemCommand("Cancel turn", "Stop the running turn; the partial reply stays (Esc)",
-                                self.action_cancel_turn)
+            yield SystemCommand(
+                "Cancel turn", "Stop the running turn; the partial reply stays (Esc)", self.action_cancel_turn
+            )
         yield SystemCommand("Toggle sidebar", "Show or hide the reference sidebar (F4)", self.action_toggle_sidebar)
         if self._last_reply is not None:
             yield SystemCommand("Copy reply", "Copy the last reply to the clipboard (F5)", self.action_copy_reply)
-            yield SystemCommand("Copy code block", "Copy the last code block of the last reply (F6)",
-                                self.action_copy_code)
-        yield SystemCommand("New conversation", "Clear the conversation and start again (Ctrl+N)",
-                            self.action_new_conversation)
+            yield SystemCommand(
+                "Copy code block", "Copy the last code block of the last reply (F6)", self.action_copy_code
+            )
+        yield SystemCommand(
+            "New conversation", "Clear the conversation and start again (Ctrl+N)", self.action_new_conversation
+        )
         yield SystemCommand("Help", "Keys and where to find more (F1)", self.action_help)
 
 

@@ -55,20 +55,24 @@ class ApprovalScreen(ModalScreen[Decision]):
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval", classes="modal-panel"):
-            yield Static(Content.assemble(("Allow ", "bold"), (request.tool, "bold $warning"), ("?", "bold")),
-                         classes="modal-title")
-            yield Static("The aggregator wants to run a tool that needs your approval. Nothing happens unless "
-                         "you allow it.", classes="approval-why")
+            yield Static(
+                Content.assemble(("Allow ", "bold"), (request.tool, "bold $warning"), ("?", "bold")),
+                classes="modal-title",
+            )
+            yield Static(
+                "The aggregator wants to run a tool that needs your approval. Nothing happens unless you allow it.",
+                classes="approval-why",
+            )
             with VerticalScroll(id="approval-detail"):
                 if request.preview:
                     yield Static(colour_diff(request.preview), classes="approval-preview")
-                yield Static(Content(json.dumps(request.arguments, indent=2, ensure_ascii=False)),
-                             classes="approval-arguments")
+                yield Static(
+                    Content(json.dumps(request.arguments, indent=2, ensure_ascii=False)), classes="approval-arguments"
+                )
             with Horizontal(id="approval-buttons"):
                 # Content, not markup: "[y]" would read as a style tag.
                 yield Button(Content("Allow once  [y]"), id="allow_once", variant="success")
-                yield Button(Content(f"Allow {request.tool} this session  [a]"), id="allow_always",
-                             variant="warning")
+                yield Button(Content(f"Allow {request.tool} this session  [a]"), id="allow_always", variant="warning")
                 yield Button(Content("Deny  [n]"), id="deny", variant="error")
 
     def on_mount(self) -> None:

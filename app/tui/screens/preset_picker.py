@@ -24,8 +24,9 @@ class PresetPicker(ModalScreen[str | None]):
         with Vertical(id="picker", classes="modal-panel"):
             yield Static("Switch preset", classes="modal-title")
             yield OptionList(*self._options(), id="preset-options")
-            yield Static(Content.assemble(("Enter", "bold"), " switch · ", ("Esc", "bold"), " close"),
-                         classes="modal-hint")
+            yield Static(
+                Content.assemble(("Enter", "bold"), " switch · ", ("Esc", "bold"), " close"), classes="modal-hint"
+            )
 
     def _options(self) -> list[Option]:
         options = []
@@ -37,9 +38,14 @@ class PresetPicker(ModalScreen[str | None]):
                 ("● " if active else "  ", "$accent"),
                 (name, "bold $accent" if active else "bold"),
                 ("  (active)" if active else "", "$text-muted"),
-                "\n    ", (preset.description or "", "italic"),
-                "\n    ", ("references ", "$text-muted"), refs,
-                "\n    ", ("aggregator ", "$text-muted"), preset.aggregator.label,
+                "\n    ",
+                (preset.description or "", "italic"),
+                "\n    ",
+                ("references ", "$text-muted"),
+                refs,
+                "\n    ",
+                ("aggregator ", "$text-muted"),
+                preset.aggregator.label,
             )
             options.append(Option(prompt, id=name))
         return options

@@ -33,8 +33,9 @@ class ReferenceDetail(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reference-detail", classes="modal-panel"):
-            yield Static(Content.assemble((f"{self.role} — ", "$text-muted"), (self.label, "bold")),
-                         classes="modal-title")
+            yield Static(
+                Content.assemble((f"{self.role} — ", "$text-muted"), (self.label, "bold")), classes="modal-title"
+            )
             yield Static(Content(self.facts), classes="detail-facts")
             with VerticalScroll(id="detail-body"):
                 if self.text:
@@ -43,8 +44,7 @@ class ReferenceDetail(ModalScreen[None]):
                     yield Static(Content(f"No answer: {self.error}"), classes="reply-error")
                 else:
                     yield Static(Content(self._empty_reason()), classes="detail-empty")
-            yield Static(Content.assemble(("Esc", "bold"), " close · ", ("c", "bold"), " copy"),
-                         classes="modal-hint")
+            yield Static(Content.assemble(("Esc", "bold"), " close · ", ("c", "bold"), " copy"), classes="modal-hint")
 
     def _empty_reason(self) -> str:
         if self.role == "Aggregator":

@@ -38,8 +38,15 @@ class Welcome(Static):
             " reference models advises and ",
             (aggregator, "bold"),
             " answers.\n",
-            ("Enter", "bold"), " sends · ", ("Ctrl+J", "bold"), " new line · ",
-            ("F2", "bold"), " presets · ", ("F1", "bold"), " help · preset ", (preset_name, "bold"),
+            ("Enter", "bold"),
+            " sends · ",
+            ("Ctrl+J", "bold"),
+            " new line · ",
+            ("F2", "bold"),
+            " presets · ",
+            ("F1", "bold"),
+            " help · preset ",
+            (preset_name, "bold"),
         )
         super().__init__(text, classes="welcome")
 

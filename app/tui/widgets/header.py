@@ -22,9 +22,13 @@ class StatusHeader(Horizontal):
 
     def _left(self) -> Content:
         return Content.assemble(
-            ("moa-chat", "bold"), "  ",
-            ("preset ", "$text-muted"), (self.preset.name, "bold $accent"), "  ",
-            ("aggregator ", "$text-muted"), (self.preset.aggregator.label, "bold"),
+            ("moa-chat", "bold"),
+            "  ",
+            ("preset ", "$text-muted"),
+            (self.preset.name, "bold $accent"),
+            "  ",
+            ("aggregator ", "$text-muted"),
+            (self.preset.aggregator.label, "bold"),
         )
 
     def _right(self) -> Content:

@@ -22,8 +22,15 @@ class PromptInput(TextArea):
             self.text = text
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", placeholder=PLACEHOLDER,
-                         compact=True, highlight_cursor_line=False, show_line_numbers=False)
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            placeholder=PLACEHOLDER,
+            compact=True,
+            highlight_cursor_line=False,
+            show_line_numbers=False,
+        )
         self.prompt_history: list[str] = []
         self._browsing: int | None = None  # position in history while walking it
         self._draft = ""

@@ -17,12 +17,36 @@ from ...events import (
 )
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-GLYPHS = {"idle": "○", "queued": "◌", "waiting": "◌", "running": "●", "ok": "✓", "failed": "✗",
-          "timeout": "⏱", "cancelled": "–"}
-WORDS = {"idle": "ready", "queued": "queued", "waiting": "waiting for references", "running": "running",
-         "ok": "done", "failed": "failed", "timeout": "timed out", "cancelled": "cancelled"}
-STYLES = {"queued": "$text-muted", "waiting": "$text-muted", "running": "$accent", "ok": "$success",
-          "failed": "$error", "timeout": "$warning", "cancelled": "$text-muted", "idle": "$text-muted"}
+GLYPHS = {
+    "idle": "○",
+    "queued": "◌",
+    "waiting": "◌",
+    "running": "●",
+    "ok": "✓",
+    "failed": "✗",
+    "timeout": "⏱",
+    "cancelled": "–",
+}
+WORDS = {
+    "idle": "ready",
+    "queued": "queued",
+    "waiting": "waiting for references",
+    "running": "running",
+    "ok": "done",
+    "failed": "failed",
+    "timeout": "timed out",
+    "cancelled": "cancelled",
+}
+STYLES = {
+    "queued": "$text-muted",
+    "waiting": "$text-muted",
+    "running": "$accent",
+    "ok": "$success",
+    "failed": "$error",
+    "timeout": "$warning",
+    "cancelled": "$text-muted",
+    "idle": "$text-muted",
+}
 
 
 class ReferenceCard(Widget, can_focus=True):

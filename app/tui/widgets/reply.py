@@ -92,8 +92,9 @@ class AssistantReply(Vertical):
         self.finished = True
         self.set_status(None)
         if result.status == "failed":
-            await self.mount(Static(Content.assemble(("✗ ", "bold"), result.error or "the turn failed"),
-                                    classes="reply-error"))
+            await self.mount(
+                Static(Content.assemble(("✗ ", "bold"), result.error or "the turn failed"), classes="reply-error")
+            )
         facts = [self.preset_name, self.aggregator, f"{result.seconds:.1f}s"]
         if tokens:
             facts.append(f"{tokens:,} tokens")

@@ -11,12 +11,33 @@ from ...events import ToolCallEvent
 from ...tools.registry import pretty_arguments, summarize_arguments
 
 RESULT_SHOWN = 4_000  # characters of a result shown when expanded
-GLYPHS = {"requested": "◌", "awaiting_approval": "?", "running": "●", "done": "✓", "failed": "✗", "denied": "⊘",
-          "cancelled": "–"}
-WORDS = {"requested": "requested", "awaiting_approval": "waiting for approval", "running": "running",
-         "done": "done", "failed": "failed", "denied": "denied", "cancelled": "cancelled"}
-STYLES = {"awaiting_approval": "$warning", "running": "$accent", "done": "$success", "failed": "$error",
-          "denied": "$warning", "cancelled": "$text-muted", "requested": "$text-muted"}
+GLYPHS = {
+    "requested": "◌",
+    "awaiting_approval": "?",
+    "running": "●",
+    "done": "✓",
+    "failed": "✗",
+    "denied": "⊘",
+    "cancelled": "–",
+}
+WORDS = {
+    "requested": "requested",
+    "awaiting_approval": "waiting for approval",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "denied": "denied",
+    "cancelled": "cancelled",
+}
+STYLES = {
+    "awaiting_approval": "$warning",
+    "running": "$accent",
+    "done": "$success",
+    "failed": "$error",
+    "denied": "$warning",
+    "cancelled": "$text-muted",
+    "requested": "$text-muted",
+}
 
 
 class ToolHeader(Static, can_focus=True):
@@ -66,8 +87,10 @@ class ToolBlock(Vertical):
         if result is None:
             return Content.assemble(("no result yet", "italic $text-muted"))
         if len(result) > RESULT_SHOWN:
-            return Content.assemble(result[:RESULT_SHOWN], (
-                f"\n… cut: {RESULT_SHOWN:,} of {len(result):,} characters shown", "italic $text-muted"))
+            return Content.assemble(
+                result[:RESULT_SHOWN],
+                (f"\n… cut: {RESULT_SHOWN:,} of {len(result):,} characters shown", "italic $text-muted"),
+            )
         return Content(result)
 
     def update_from(self, event: ToolCallEvent) -> None:
