@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from moa_chat.config import load_config
-from moa_chat.openai_server import OpenAICompatibleServer, Reply
+from moa_chat.providers.loopback_server import OpenAICompatibleServer, Reply
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply

@@ -97,5 +97,5 @@ def wire_config(home: Path, llm_server: ScriptedServer):
 
 @pytest.fixture
 def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every duration moa-chat shows comes from moa_chat.clock: frozen, they all read 0.0s."""
-    monkeypatch.setattr("moa_chat.clock.monotonic", lambda: 1000.0)
+    """Every duration moa-chat shows comes from moa_chat.engine.clock: frozen, they all read 0.0s."""
+    monkeypatch.setattr("moa_chat.engine.clock.monotonic", lambda: 1000.0)

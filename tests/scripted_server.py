@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from moa_chat.openai_server import OpenAICompatibleServer, RecordedRequest, Reply
+from moa_chat.providers.loopback_server import OpenAICompatibleServer, RecordedRequest, Reply
 
 Script = Reply | Callable[[dict[str, Any]], Reply] | list[Reply]
 

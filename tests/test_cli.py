@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from conftest import WIRE_CONFIG, write_config
-from moa_chat.openai_server import Reply
+from moa_chat.providers.loopback_server import Reply
 
 
 def run(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -136,7 +136,7 @@ def test_ask_with_tools_lists_the_folder_and_reads_the_readme(home, tmp_path):
 
 
 def test_ask_denies_changing_tools_unless_yes(home, tmp_path):
-    from moa_chat.demo import DEMO_NOTE
+    from moa_chat.providers.demo import DEMO_NOTE
 
     root = _project(tmp_path)
     denied = run_in(root, "ask", "Please write a note file about this", "--preset", "demo")

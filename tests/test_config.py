@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import write_config
-from moa_chat.config import ConfigError, UnknownPresetError, bundled_presets, load_config
-from moa_chat.providers import BUILTIN_PROVIDERS
-from moa_chat.startup import choose_start
+from moa_chat.config import BUILTIN_PROVIDERS, ConfigError, UnknownPresetError, bundled_presets, load_config
+from moa_chat.providers import choose_start
 
 SEED_CONFIG = """
 moa:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from moa_chat import demo
 from moa_chat.config import load_config
+from moa_chat.llm.stream import StreamAssembler
 from moa_chat.moa import MoAChatCompletions
-from moa_chat.stream import StreamAssembler
+from moa_chat.providers import demo
 
 PROMPT = [{"role": "user", "content": "How should I structure a SQLite schema for chat sessions?"}]
 

@@ -7,13 +7,13 @@ import threading
 import time
 
 import pytest
-from moa_chat.cancel import Cancelled, CancelToken
-from moa_chat.events import AggregatorStarted, ReferenceFinished, ReferenceQueued, ReferenceStarted
-from moa_chat.guidance import ADVISOR_PROMPT
+from moa_chat.engine import AggregatorStarted, ReferenceFinished, ReferenceQueued, ReferenceStarted
+from moa_chat.engine.cancel import Cancelled, CancelToken
+from moa_chat.llm.stream import StreamAssembler
 from moa_chat.moa import MoAChatCompletions
-from moa_chat.openai_server import Reply
-from moa_chat.stream import StreamAssembler
-from moa_chat.turn import Turn
+from moa_chat.prompts import ADVISOR_PROMPT
+from moa_chat.providers.loopback_server import Reply
+from moa_chat.session import Turn
 
 QUESTION = [
     {"role": "system", "content": "You are a terse assistant. SECRET-SYSTEM-PROMPT"},

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import openai
 import pytest
 from moa_chat import llm
-from moa_chat.openai_server import Reply
 from moa_chat.providers import MissingApiKeyError, UnknownProviderError
+from moa_chat.providers.loopback_server import Reply
 
 
 def test_non_stream_returns_the_validated_response(wire_config, llm_server):

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 from conftest import WIRE_CONFIG, write_config
-from moa_chat.cancel import CancelToken
 from moa_chat.config import load_config
-from moa_chat.openai_server import Reply, ScriptedToolCall
+from moa_chat.engine.cancel import CancelToken
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
+from moa_chat.session import Turn
 from moa_chat.tools import Workspace, tools_for
 from moa_chat.tools.approval import ApprovalPolicy
 from moa_chat.tools.mcp_bridge import McpHub
-from moa_chat.turn import Turn
 
 SERVER = str(Path(__file__).with_name("mcp_tiny_server.py"))
 

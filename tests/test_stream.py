@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from moa_chat import llm
-from moa_chat.openai_server import Reply, ScriptedToolCall
-from moa_chat.stream import StreamAssembler
+from moa_chat.llm.stream import StreamAssembler
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 
 WEATHER = ScriptedToolCall("get_weather", json.dumps({"city": "Paris", "unit": "celsius"}), id="call_w")
 TIME = ScriptedToolCall("get_time", json.dumps({"timezone": "Europe/Paris"}), id="call_t")

@@ -83,7 +83,7 @@ def test_chat_on_the_demo_preset_in_a_real_terminal(home):
 
 
 def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_path):
-    from moa_chat.demo import DEMO_NOTE
+    from moa_chat.providers.demo import DEMO_NOTE
 
     project = tmp_path / "project"
     project.mkdir()

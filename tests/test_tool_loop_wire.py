@@ -8,13 +8,12 @@ import threading
 import time
 
 import pytest
-from moa_chat.cancel import CancelToken
-from moa_chat.events import Notice, ToolCallEvent
-from moa_chat.openai_server import Reply, ScriptedToolCall
+from moa_chat.engine.cancel import CancelToken
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
+from moa_chat.session import Notice, ToolCallEvent, Turn
 from moa_chat.tools import ToolRegistry, Workspace
 from moa_chat.tools.approval import ApprovalPolicy
 from moa_chat.tools.builtin import builtin_tools
-from moa_chat.turn import Turn
 
 ASK = [{"role": "user", "content": "What does README.md say?"}]
 

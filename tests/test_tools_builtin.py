@@ -8,8 +8,8 @@ import sys
 import time
 
 import pytest
-from moa_chat.cancel import Cancelled, CancelToken
 from moa_chat.config import load_config, load_config_text
+from moa_chat.engine.cancel import Cancelled, CancelToken
 from moa_chat.tools import ToolError, Workspace, select_tools, tools_for
 from moa_chat.tools.builtin import BUILTIN_NAMES, MAX_READ_LINES, builtin_tools
 

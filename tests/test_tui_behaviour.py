@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from moa_chat.config import load_config
-from moa_chat.openai_server import Reply
-from moa_chat.settings import load_settings
+from moa_chat.config.settings import load_settings
+from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.screens.preset_picker import PresetPicker
 from moa_chat.tui.screens.reference_detail import ReferenceDetail
@@ -44,8 +44,8 @@ async def test_a_demo_turn_streams_into_the_log_and_fills_the_sidebar(home):
         cards = app.query_one(ReferenceSidebar).cards()
         assert [c.status for c in cards] == ["ok", "ok", "ok"]
         assert app.query_one(ReferenceSidebar).aggregator_card.status == "ok"
-        assert app.messages[-1] == {"role": "assistant", "content": reply.text}
-        assert app.session_tokens > 0
+        assert app.session.messages[-1] == {"role": "assistant", "content": reply.text}
+        assert app.session.ledger.usage().total_tokens > 0
 
 
 async def test_several_turns_keep_the_whole_conversation(wire_config, llm_server):
@@ -65,13 +65,13 @@ async def test_f3_changes_the_preset_the_next_request_uses(wire_config, llm_serv
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("f3")
-        assert app.preset.name == "wire2"
+        assert app.session.preset.name == "wire2"
         await pilot.pause()
         assert [c.label for c in app.query_one(ReferenceSidebar).cards()] == ["wire:ref-x"]
         await run_turn(pilot, "which preset?")
         assert llm_server.requests_for("agg2") and not llm_server.requests_for("agg")
         await pilot.press("shift+f3")
-        assert app.preset.name == "wire"
+        assert app.session.preset.name == "wire"
 
 
 async def test_preset_picker_switches_with_enter(wire_config, llm_server):
@@ -84,7 +84,7 @@ async def test_preset_picker_switches_with_enter(wire_config, llm_server):
         await pilot.press("down", "enter")
         await pilot.pause()
         assert not isinstance(app.screen, PresetPicker)
-        assert app.preset.name == "wire2"
+        assert app.session.preset.name == "wire2"
 
 
 async def test_escape_cancels_a_slow_stream_promptly_and_keeps_the_partial_text(wire_config, llm_server):
@@ -106,11 +106,11 @@ async def test_escape_cancels_a_slow_stream_promptly_and_keeps_the_partial_text(
         await wait_until(pilot, some_text)
         pressed = time.monotonic()
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.turn_running, timeout=5)
+        await wait_until(pilot, lambda: not app.chat.turn_running, timeout=5)
         assert time.monotonic() - pressed < 0.5
         assert reply.has_class("-cancelled")
         assert reply.text.startswith("word0 word1 word2")
-        assert app.messages[-1] == {"role": "assistant", "content": reply.text}
+        assert app.session.messages[-1] == {"role": "assistant", "content": reply.text}
         assert app.query_one(ReferenceSidebar).aggregator_card.status == "cancelled"
         await wait_until(pilot, lambda: llm_server.requests_for("agg")[0].finished_at is not None, timeout=3)
         assert llm_server.requests_for("agg")[0].disconnected
@@ -216,7 +216,7 @@ async def test_sidebar_toggles_and_new_conversation_clears(wire_config, llm_serv
         await run_turn(pilot, "q")
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert app.messages == [] and not app.query(AssistantReply)
+        assert app.session.messages == [] and not app.query(AssistantReply)
 
 
 async def test_keymap_in_config_remaps_bindings(wire_config, llm_server):
@@ -225,9 +225,9 @@ async def test_keymap_in_config_remaps_bindings(wire_config, llm_server):
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("f3")
-        assert app.preset.name == "wire"
+        assert app.session.preset.name == "wire"
         await pilot.press("f8")
-        assert app.preset.name == "wire2"
+        assert app.session.preset.name == "wire2"
 
 
 async def test_palette_has_a_switch_entry_per_preset(wire_config, llm_server):
@@ -239,7 +239,7 @@ async def test_palette_has_a_switch_entry_per_preset(wire_config, llm_server):
         await pilot.press(*"Switch preset: wire2")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.preset.name == "wire2", timeout=3)
+        await wait_until(pilot, lambda: app.session.preset.name == "wire2", timeout=3)
 
 
 async def test_theme_choice_is_remembered(home):
@@ -269,7 +269,7 @@ async def test_the_log_follows_a_streaming_reply_until_the_user_scrolls_up(wire_
     llm_server.script("agg", Reply(pieces=paragraphs, text="".join(paragraphs), piece_delay=0.2))
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
-        log = app.chat_log
+        log = app.chat.chat_log
         await send(pilot, "write a lot")
         await wait_until(pilot, lambda: log.max_scroll_y > 10, describe=lambda: f"max_scroll_y={log.max_scroll_y}")
         await wait_until(pilot, lambda: log.scroll_y == log.max_scroll_y > 10)  # following the newest text
@@ -288,4 +288,4 @@ async def test_the_log_follows_a_streaming_reply_until_the_user_scrolls_up(wire_
         await wait_until(pilot, lambda: log.max_scroll_y > grown)
         await wait_until(pilot, lambda: log.scroll_y == log.max_scroll_y)  # following again
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.chat.turn_running)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from moa_chat.events import ReplyDelta, ToolCallEvent
+from moa_chat.engine import ReplyDelta
+from moa_chat.session import ToolCallEvent
 from moa_chat.tui.bridge import CoreEvent, ReplyText, TurnBridge
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from moa_chat.config import load_config
-from moa_chat.openai_server import Reply
+from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from tui_helpers import make_app, run_turn, send, settle, wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from moa_chat.config import load_config
-from moa_chat.demo import DEMO_NOTE
+from moa_chat.providers.demo import DEMO_NOTE
 from moa_chat.tui.screens.approval import ApprovalScreen
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.tool_block import ToolBlock, ToolHeader
@@ -30,7 +30,7 @@ async def test_the_demo_lists_the_folder_and_reads_the_readme(home, project):
         assert [(b.event.name, b.event.status) for b in blocks] == [("list_directory", "done"), ("read_file", "done")]
         reply = app.query_one(AssistantReply)
         assert "`README.md`" in reply.text and "Sample project" in reply.text
-        assert [m["role"] for m in app.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+        assert [m["role"] for m in app.session.messages] == ["user", "assistant", "tool", "tool", "assistant"]
 
 
 async def test_a_tool_block_expands_to_show_arguments_and_result(home, project):
@@ -59,7 +59,7 @@ async def test_a_changing_tool_waits_for_approval_then_runs(home, project):
         assert block.event.status == "awaiting_approval"
         assert not (project / DEMO_NOTE).exists()
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantReply).last().finished)
+        await wait_until(pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished)
         assert (project / DEMO_NOTE).read_text().startswith("# Notes")
         assert block.event.status == "done"
 
@@ -70,7 +70,7 @@ async def answer_write_request(pilot, key: str) -> None:
     await send(pilot, "Please write a note file about caching")
     await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.armed)
     await pilot.press(key)
-    await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantReply).last().finished)
+    await wait_until(pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished)
 
 
 async def test_denying_tells_the_model_and_changes_nothing(home, project):
@@ -81,9 +81,9 @@ async def test_denying_tells_the_model_and_changes_nothing(home, project):
         assert app.query_one(ToolBlock).event.status == "denied"
         assert {
             "role": "tool",
-            "tool_call_id": app.messages[1]["tool_calls"][0]["id"],
+            "tool_call_id": app.session.messages[1]["tool_calls"][0]["id"],
             "content": "denied by the user",
-        } in app.messages
+        } in app.session.messages
 
 
 async def test_allow_for_the_session_is_remembered(home, project):
@@ -102,7 +102,7 @@ async def test_escape_during_approval_cancels_the_turn(home, project):
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press("escape")  # denies in the modal ...
         await wait_until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
-        await wait_until(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.chat.turn_running)
         assert not (project / DEMO_NOTE).exists()
 
 
@@ -152,6 +152,6 @@ async def test_typing_when_the_approval_pops_up_decides_nothing(home, project):
         assert isinstance(app.screen, ApprovalScreen) and not app.screen.armed
         await wait_until(pilot, lambda: app.screen.armed)  # a quiet keyboard: now a key is a decision
         await pilot.press("n")
-        await wait_until(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.chat.turn_running)
         assert app.query_one(ToolBlock).event.status == "denied"
         assert not (project / DEMO_NOTE).exists()

@@ -55,7 +55,7 @@ async def run_turn(pilot: Pilot, text: str, timeout: float = 15.0) -> None:
 
     def finished() -> bool:
         replies = app.query(AssistantReply)
-        return len(replies) > before and replies.last().finished and not app.turn_running
+        return len(replies) > before and replies.last().finished and not app.chat.turn_running
 
     await wait_until(pilot, finished, timeout=timeout)
     await pilot.pause()

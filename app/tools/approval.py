@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..turn import ApprovalRequest, Decision
+Decision = Literal["allow_once", "allow_always", "deny"]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    preview: str | None = None  # e.g. the diff a write_file call would make
+
+
+Approver = Callable[[ApprovalRequest], Decision]
 
 
 class ApprovalPolicy:
     """Calls that only read never get here. The rest ask `ask` (if any) unless allowed for the session."""
 
-    def __init__(self, ask: Callable[[ApprovalRequest], Decision] | None = None, *, allow_all: bool = False) -> None:
+    def __init__(self, ask: Approver | None = None, *, allow_all: bool = False) -> None:
         self.ask = ask
         self.allow_all = allow_all
         self.always: set[str] = set()

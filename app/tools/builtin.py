@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from ..cancel import Cancelled, CancelToken
+from ..engine.cancel import Cancelled, CancelToken
 from .registry import Tool, ToolError, optional, required
 from .workspace import Workspace
 

@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..cancel import Cancelled, CancelToken
 from ..config import McpServerConfig
+from ..engine.cancel import Cancelled, CancelToken
 from .registry import Tool, ToolError
 
 START_TIMEOUT = 20.0

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cancel import CancelToken
+from ..engine.cancel import CancelToken
 
 
 class ToolError(Exception):

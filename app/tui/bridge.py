@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from textual.message import Message
 
-from ..events import Event, ReplyDelta
-from ..turn import TurnResult
+from ..engine import ReplyDelta
+from ..session import Event, TurnResult
 
 
 class CoreEvent(Message):

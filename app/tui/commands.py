@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 class PresetCommands(Provider):
     def _entries(self) -> list[tuple[str, str, object]]:
         app: MoAChatApp = self.app  # type: ignore[assignment]
+        chat = app.chat
         entries = []
         for name in sorted(app.config.presets):
             preset = app.config.presets[name]
             help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"
-            entries.append((f"Switch preset: {name}", help_text, partial(app.switch_preset, name)))
+            entries.append((f"Switch preset: {name}", help_text, partial(chat.switch_preset, name)))
         return entries
 
     async def discover(self) -> Hits:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 from textual import events
 from textual.app import ComposeResult
@@ -13,7 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ...turn import ApprovalRequest, Decision
+from ...tools import ApprovalRequest, Decision
 
 
 def colour_diff(text: str) -> Content:
@@ -47,10 +48,12 @@ class ApprovalScreen(ModalScreen[Decision]):
         Binding("escape", "deny_now", "Deny", id="deny_now", show=False),
     ]
 
-    def __init__(self, request: ApprovalRequest) -> None:
+    def __init__(self, request: ApprovalRequest, *, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.request = request
-        self._quiet_since = time.monotonic()  # real time: the frozen test clock would never arm it
+        # Real time by default (the frozen display clock would never arm it); tests pass their own.
+        self._clock = clock
+        self._quiet_since = clock()
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -76,21 +79,21 @@ class ApprovalScreen(ModalScreen[Decision]):
                 yield Button(Content("Deny  [n]"), id="deny", variant="error")
 
     def on_mount(self) -> None:
-        self._quiet_since = time.monotonic()
+        self._quiet_since = self._clock()
         self.query_one("#deny", Button).focus()
 
     @property
     def armed(self) -> bool:
-        return time.monotonic() - self._quiet_since >= self.QUIET_SECONDS
+        return self._clock() - self._quiet_since >= self.QUIET_SECONDS
 
     def on_key(self, event: events.Key) -> None:
         # Keys nobody here handles mean the user is typing, not deciding.
         if event.key not in ("y", "a", "n", "escape", "tab", "shift+tab", "enter", "left", "right"):
-            self._quiet_since = time.monotonic()
+            self._quiet_since = self._clock()
 
     def action_decide(self, decision: Decision) -> None:
         if not self.armed:
-            self._quiet_since = time.monotonic()  # a run of letters is typing, however it ends
+            self._quiet_since = self._clock()  # a run of letters is typing, however it ends
             return
         self.dismiss(decision)
 

@@ -30,7 +30,8 @@ class Notice(Static):
 
 
 class Welcome(Static):
-    def __init__(self, preset_name: str, references: int, aggregator: str) -> None:
+    def __init__(self, preset_name: str, references: int, aggregator: str, keys: dict[str, str] | None = None) -> None:
+        keys = keys or {}
         text = Content.assemble(
             ("moa-chat", "bold $accent"),
             " — ask anything; a panel of ",
@@ -40,16 +41,16 @@ class Welcome(Static):
             " answers.\n",
             ("Enter", "bold"),
             " sends · ",
-            ("Ctrl+J", "bold"),
+            (keys.get("newline", "Ctrl+J").split(" / ")[0], "bold"),
             " new line · ",
-            ("F2", "bold"),
+            (keys.get("preset_picker", "F2"), "bold"),
             " presets · ",
-            ("F1", "bold"),
+            (keys.get("help", "F1"), "bold"),
             " help · preset ",
             (preset_name, "bold"),
         )
         super().__init__(text, classes="welcome")
 
     @classmethod
-    def for_preset(cls, preset: Preset) -> Welcome:
-        return cls(preset.name, len(preset.references), preset.aggregator.label)
+    def for_preset(cls, preset: Preset, keys: dict[str, str] | None = None) -> Welcome:
+        return cls(preset.name, len(preset.references), preset.aggregator.label, keys)

@@ -13,7 +13,14 @@ PLACEHOLDER = "Ask the panel…   Enter send · Ctrl+J new line · ↑ earlier p
 
 class PromptInput(TextArea):
     BINDINGS = [
-        Binding("ctrl+j,shift+enter,alt+enter", "newline", "New line", show=False, id="newline"),
+        Binding(
+            "ctrl+j,shift+enter,alt+enter",
+            "newline",
+            "New line",
+            show=False,
+            id="newline",
+            tooltip="new line in the prompt",
+        ),
     ]
 
     class Submitted(Message):

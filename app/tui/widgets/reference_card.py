@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widget import Widget
 
-from ... import clock
-from ...events import (
+from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
     ReferenceStarted,
+    clock,
 )
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -59,12 +60,13 @@ class ReferenceCard(Widget, can_focus=True):
 
     BINDINGS = [("enter", "select", "Read answer")]
 
+    status: reactive[str] = reactive("idle")
+
     def __init__(self, label: str, *, index: int = -1, aggregator: bool = False) -> None:
         super().__init__(classes="-aggregator" if aggregator else "-reference")
         self.label = label
         self.index = index
         self.aggregator = aggregator
-        self.status = "idle"
         self.started_at: float | None = None
         self.seconds: float | None = None
         self.first_token_seconds: float | None = None
@@ -73,18 +75,19 @@ class ReferenceCard(Widget, can_focus=True):
         self.error: str | None = None
         self.text = ""
         self._frame = 0
-        self._set_status("idle")
 
     # ------------------------------------------------------------------ state
 
-    def _set_status(self, status: str) -> None:
+    def watch_status(self, status: str) -> None:
         self.remove_class(*(f"-{old}" for old in GLYPHS)).add_class(f"-{status}")
-        self.status = status
         # Only a running card moves (spinner, elapsed seconds): it alone refreshes itself on a timer.
         running = status == "running"
         if running != (self.auto_refresh is not None):
             self.auto_refresh = 0.1 if running else None
-        self.refresh(layout=True)
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        self.refresh(layout=True)  # the facts changed with it, and may take another line
 
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
@@ -119,8 +122,12 @@ class ReferenceCard(Widget, can_focus=True):
                 self.first_token_seconds = event.first_token_seconds
             if event.usage is not None:
                 self.tokens = (self.tokens or 0) + event.usage.completion_tokens
-            # After tool calls the aggregator runs again: it is not done until it answers without them.
-            self._set_status("running" if event.finish_reason == "tool_calls" else "ok")
+            if event.record.status != "ok":
+                self.error = event.record.error
+                self._set_status(event.record.status)
+            else:
+                # After tool calls the aggregator runs again: it is not done until it answers without them.
+                self._set_status("running" if event.finish_reason == "tool_calls" else "ok")
 
     def finish(self, status: str, error: str | None = None) -> None:
         """End the aggregator card's turn (or a card left running) with a status."""

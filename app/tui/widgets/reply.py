@@ -8,10 +8,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Markdown, Static
-from textual.widgets._markdown import MarkdownStream
+from textual.widgets.markdown import MarkdownStream
 
-from ...events import ToolCallEvent
-from ...turn import TurnResult
+from ...session import ToolCallEvent, TurnResult
 from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)

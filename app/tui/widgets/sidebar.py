@@ -7,6 +7,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ...config import Preset
+from ...session import UsageLedger
 from .reference_card import ReferenceCard
 
 
@@ -52,8 +53,12 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             card.reset("queued")
         self.aggregator_card.reset("waiting")
 
-    def end_turn(self, status: str, error: str | None) -> None:
-        """Whatever is still open when the turn ends takes the turn's outcome."""
+    def end_turn(self, status: str, error: str | None, ledger: UsageLedger | None = None) -> None:
+        """Whatever is still open when the turn ends takes the turn's outcome; the aggregator card shows
+        the ledger's total over all of the turn's rounds."""
+        if ledger is not None:
+            tokens = ledger.usage("aggregator").completion_tokens
+            self.aggregator_card.tokens = tokens or self.aggregator_card.tokens
         for card in self.cards():
             if card.status in ("queued", "running"):
                 card.finish("cancelled" if status == "cancelled" else "failed", error)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
-from ...events import ToolCallEvent
+from ...session import ToolCallEvent
 from ...tools.registry import pretty_arguments, summarize_arguments
 
 RESULT_SHOWN = 4_000  # characters of a result shown when expanded
@@ -43,11 +44,14 @@ STYLES = {
 class ToolHeader(Static, can_focus=True):
     BINDINGS = [("enter,space", "toggle", "Expand tool")]
 
+    class Toggled(Message):
+        """The user asked to expand or collapse the block this header belongs to."""
+
     def action_toggle(self) -> None:
-        self.parent.toggle()  # type: ignore[union-attr]
+        self.post_message(self.Toggled())
 
     def on_click(self) -> None:
-        self.parent.toggle()  # type: ignore[union-attr]
+        self.post_message(self.Toggled())
 
 
 class ToolBlock(Vertical):
@@ -98,6 +102,10 @@ class ToolBlock(Vertical):
         self.event = event
         self.query_one(ToolHeader).update(self._header())
         self.query_one(".tool-result", Static).update(self._result())
+
+    def on_tool_header_toggled(self, event: ToolHeader.Toggled) -> None:
+        event.stop()
+        self.toggle()
 
     def toggle(self) -> None:
         self.toggle_class("-expanded")

@@ -1,11 +1,11 @@
-"""Which preset a session starts on when the user did not name one."""
+"""Which presets can run with the keys in the environment, and which one a session starts on."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Config, Preset
-from .providers import DEMO_PROVIDER, has_key, is_remote_keyed
+from ..config import DEMO_PROVIDER, Config, Preset
+from .registry import has_key, is_remote_keyed
 
 # Bundled presets worth starting on, best first, when their keys are set.
 PREFERENCE = ("frontier", "openai", "groq-fast", "together")
@@ -16,10 +16,6 @@ DEMO_PRESET = "demo"
 class StartChoice:
     preset: Preset
     notice: str | None = None
-
-
-def choose_preset(config: Config, requested: str | None = None) -> Preset:
-    return choose_start(config, requested).preset
 
 
 def choose_start(config: Config, requested: str | None = None) -> StartChoice:

@@ -10,11 +10,13 @@ Real servers differ in small ways this tolerates:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Usage
+from .usage import Usage
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -184,3 +186,21 @@ def is_complete_response(result: Any) -> bool:
     """A full chat.completion (has choices[0].message) rather than a chunk stream."""
     choices = _get(result, "choices")
     return bool(choices) and _get(choices[0], "message") is not None
+
+
+def close_stream(stream: Any) -> None:
+    """Close an SDK stream at once, even while another thread is blocked reading it.
+
+    Closing the response alone leaves a blocked read waiting for the server's next byte (measured: the
+    full 10 s of a silent stream); shutting the socket down wakes that read immediately.
+    """
+    response = getattr(stream, "response", None)
+    extensions = getattr(response, "extensions", None) or {}
+    network = extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()

@@ -6,46 +6,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..prompts import ADVISOR_PROMPT, CONTINUE_PROMPT, GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
 from .events import ReferenceFinished
-
-ADVISOR_PROMPT = """\
-You are an advisor on a Mixture-of-Agents panel. Several advisors answer the same conversation; \
-another model, the acting model, reads all of your answers and then writes the reply the user sees \
-(it may also use tools).
-
-You cannot act. You have no tools: you cannot read files, run commands, browse or call anything, and \
-you must never claim or imply that you did. Where a tool call or its result appears in the \
-conversation, it was made by the acting model; you may reason about it.
-
-Give your best answer to the user's latest request: correct, concrete and concise. Point out \
-pitfalls, wrong assumptions and better approaches. If you are unsure, say so. Do not address the \
-acting model or describe this setup; just answer."""
 
 # Long tool results are cut to head and tail: references need their gist, not every byte.
 TOOL_RESULT_HEAD = 1500
 TOOL_RESULT_TAIL = 500
-CONTINUE_PROMPT = "(Continue from the conversation above: what should happen next?)"
-# Markers the guidance and the reference view put in messages (the demo provider reads them back).
-GUIDANCE_HEADER = "[Mixture-of-Agents guidance — written by advisor models, not by the user]"
-TOOL_RESULT_PREFIX = "[result of tool"
-
-
-def message_text(content: Any) -> str:
-    """The text of a message's content, whether a string or a list of content parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for part in content:
-        if isinstance(part, dict):
-            if part.get("type") == "text":
-                parts.append(part.get("text", ""))
-            elif part.get("type") in ("image_url", "input_image"):
-                parts.append("[image]")
-        elif isinstance(part, str):
-            parts.append(part)
-    return "\n".join(parts)
 
 
 def cut_middle(text: str, head: int = TOOL_RESULT_HEAD, tail: int = TOOL_RESULT_TAIL) -> str:

@@ -1,37 +1,15 @@
-"""The built-in table of OpenAI-compatible endpoints, and turning a provider name into a usable endpoint."""
+"""Turning a provider name into a usable endpoint: its base URL and its key from the environment."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from .config import Config, ConfigError, ProviderConfig
+from ..config import Config, ConfigError, ProviderConfig
+from . import lifecycle
 
-DEMO_PROVIDER = "demo"
 # Local servers accept any key; the SDK insists on a non-empty one.
 _PLACEHOLDER_KEY = "not-needed"
-
-BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
-    p.name: p
-    for p in (
-        ProviderConfig("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-        ProviderConfig(
-            "openrouter",
-            "https://openrouter.ai/api/v1",
-            "OPENROUTER_API_KEY",
-            # OpenRouter attributes traffic by these; harmless elsewhere.
-            headers={"HTTP-Referer": "https://github.com/moa-chat/moa-chat", "X-Title": "moa-chat"},
-        ),
-        ProviderConfig("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-        ProviderConfig("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-        ProviderConfig("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-        ProviderConfig("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-        ProviderConfig("ollama", "http://localhost:11434/v1", None),
-        ProviderConfig("lmstudio", "http://localhost:1234/v1", None),
-        # The base URL is the loopback demo server's, known only once it has started.
-        ProviderConfig(DEMO_PROVIDER, None, None, max_retries=0),
-    )
-}
 
 
 class MissingApiKeyError(ConfigError):
@@ -69,11 +47,11 @@ def provider_config(name: str, config: Config) -> ProviderConfig:
 
 def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None, api_key: str | None = None) -> Endpoint:
     """Base URL and key for a provider; explicit base_url/api_key win over the table."""
-    if name == DEMO_PROVIDER and base_url is None:
-        from .demo import demo_base_url
-
-        base_url = demo_base_url()
-    spec = None if base_url and name not in config.providers else provider_config(name, config)
+    spec = config.providers.get(name)
+    if base_url is None and not (spec and spec.base_url):
+        base_url = lifecycle.base_url(name)  # a provider moa-chat runs itself starts here, once
+    if spec is None and not base_url:
+        spec = provider_config(name, config)  # raises: names the providers that exist
     if base_url is None:
         assert spec is not None
         base_url = spec.base_url

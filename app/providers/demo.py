@@ -12,12 +12,11 @@ import hashlib
 import json
 import os
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .guidance import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
-from .openai_server import OpenAICompatibleServer, Reply, ScriptedToolCall
+from ..prompts import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
+from .loopback_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
 PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant
 
@@ -249,14 +248,18 @@ def respond(body: dict[str, Any]) -> Reply:
     return Reply(text=text, delay=persona.delay * pace, piece_delay=persona.piece_delay * pace)
 
 
-_server: OpenAICompatibleServer | None = None
-_server_lock = threading.Lock()
+class DemoProvider:
+    """The demo's loopback server, as a provider moa-chat manages (providers.lifecycle)."""
 
+    def __init__(self) -> None:
+        self._server = OpenAICompatibleServer(respond, models=MODELS)
 
-def demo_base_url() -> str:
-    """Start the demo server on a free loopback port (once per process) and return its base URL."""
-    global _server
-    with _server_lock:
-        if _server is None:
-            _server = OpenAICompatibleServer(respond, models=MODELS).start()
-        return _server.base_url
+    def start(self) -> None:
+        self._server.start()
+
+    @property
+    def base_url(self) -> str:
+        return self._server.base_url
+
+    def stop(self) -> None:
+        self._server.stop()

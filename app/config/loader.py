@@ -8,26 +8,29 @@ the line and the key.
 
 from __future__ import annotations
 
-import difflib
 import functools
-import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import platformdirs
-
+from .builtin_providers import BUILTIN_PROVIDERS
+from .model import (
+    BUNDLED_PREFIX,
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_MAX_WORKERS,
+    FANOUT_MODES,
+    Config,
+    ConfigError,
+    McpServerConfig,
+    Preset,
+    ProviderConfig,
+    Slot,
+    did_you_mean,
+)
+from .paths import default_config_path
 from .yaml_positions import PositionedDict, PositionedList, YamlSyntaxError, load_yaml
-
-APP_NAME = "moa-chat"
-HOME_ENV = "MOA_CHAT_HOME"
-DEFAULT_MAX_WORKERS = 8
-DEFAULT_MAX_ITERATIONS = 10
-FANOUT_MODES = ("user_turn", "per_iteration")
-BUNDLED_PREFIX = "presets/"
 
 SLOT_KEYS = ("provider", "model", "temperature", "max_tokens", "reasoning_effort", "timeout", "extra_body", "enabled")
 PRESET_KEYS = (
@@ -44,129 +47,6 @@ PRESET_KEYS = (
 )
 PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries")
 MCP_SERVER_KEYS = ("command", "args", "env", "cwd")
-
-
-class ConfigError(Exception):
-    """A configuration problem, phrased for the person who has to fix it."""
-
-    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
-        self.message, self.path, self.line = message, str(path) if path else None, line
-        where = f"{self.path}:{line}: " if self.path and line else f"{self.path}: " if self.path else ""
-        super().__init__(f"{where}{message}")
-
-
-class UnknownPresetError(ConfigError):
-    pass
-
-
-# --------------------------------------------------------------------------- paths
-
-
-def config_home() -> Path:
-    """The folder holding config.yaml: $MOA_CHAT_HOME, else the platform's user config folder."""
-    home = os.environ.get(HOME_ENV)
-    return Path(home).expanduser() if home else Path(platformdirs.user_config_dir(APP_NAME))
-
-
-def data_home() -> Path:
-    """The folder for the session database, traces and settings: $MOA_CHAT_HOME, else user data."""
-    home = os.environ.get(HOME_ENV)
-    return Path(home).expanduser() if home else Path(platformdirs.user_data_dir(APP_NAME))
-
-
-def default_config_path() -> Path:
-    return config_home() / "config.yaml"
-
-
-# --------------------------------------------------------------------------- typed config
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One model seat in a preset: a reference or the aggregator. Unset values are never sent."""
-
-    provider: str
-    model: str
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    timeout: float | None = None
-    extra_body: dict[str, Any] | None = None
-    enabled: bool = True
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    reference_models: tuple[Slot, ...]
-    aggregator: Slot
-    description: str = ""
-    reference_temperature: float | None = None
-    aggregator_temperature: float | None = None
-    reference_timeout: float | None = None
-    max_workers: int = DEFAULT_MAX_WORKERS
-    tools: tuple[str, ...] | None = None  # None: the global `tools:` setting applies
-    fanout: Literal["user_turn", "per_iteration"] = "user_turn"
-    max_iterations: int | None = None
-    source: str = ""
-
-    @property
-    def references(self) -> tuple[Slot, ...]:
-        """The references that take part in a turn (enabled ones), in preset order."""
-        return tuple(slot for slot in self.reference_models if slot.enabled)
-
-    @property
-    def providers(self) -> set[str]:
-        return {slot.provider for slot in (*self.references, self.aggregator)}
-
-    @property
-    def bundled(self) -> bool:
-        return self.source.startswith(BUNDLED_PREFIX)
-
-
-@dataclass(frozen=True)
-class ProviderConfig:
-    """An OpenAI-compatible endpoint. Keys never live here, only the name of the variable holding one."""
-
-    name: str
-    base_url: str | None
-    api_key_env: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    max_retries: int | None = None
-
-
-@dataclass(frozen=True)
-class McpServerConfig:
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-
-
-@dataclass
-class Config:
-    path: Path | None
-    presets: dict[str, Preset]
-    providers: dict[str, ProviderConfig]
-    default_preset: str | None = None
-    keymap: dict[str, str] = field(default_factory=dict)
-    tools: tuple[str, ...] | None = None  # None: the built-in default set
-    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
-    max_iterations: int = DEFAULT_MAX_ITERATIONS
-
-    def preset(self, name: str) -> Preset:
-        try:
-            return self.presets[name]
-        except KeyError:
-            raise UnknownPresetError(
-                f"unknown preset {name!r}{_did_you_mean(name, self.presets)}; "
-                f"available presets: {', '.join(sorted(self.presets))}"
-            ) from None
 
 
 # --------------------------------------------------------------------------- loading
@@ -253,8 +133,6 @@ def _read_bundled_presets() -> dict[str, Preset]:
 
 
 def _build_config(raw: Any, path: Path) -> Config:
-    from .providers import BUILTIN_PROVIDERS
-
     ctx = _Context(path)
     if not isinstance(raw, dict):
         raise ctx.error(None, "the file must hold a mapping of sections (moa:, providers:, ...)", raw)
@@ -333,7 +211,7 @@ class _Context:
             if key not in allowed:
                 raise self.error(
                     body,
-                    f"{what}: unknown key {key!r}{_did_you_mean(str(key), allowed)}; known keys: {', '.join(allowed)}",
+                    f"{what}: unknown key {key!r}{did_you_mean(str(key), allowed)}; known keys: {', '.join(allowed)}",
                     key,
                 )
 
@@ -549,8 +427,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return f"the text {value!r}"
     return f"the value {value!r}"
-
-
-def _did_you_mean(word: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config import data_home
+from .paths import data_home
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,102 @@
+"""`moa-chat ask`: one headless turn of a ChatSession, for scripts and pipes."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+from typing import Any
+
+from ..config import Config, Preset
+from ..engine import CancelToken
+from ..session import ChatSession, Notice, TurnResult
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .progress import Progress
+
+
+def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str | None = None) -> int:
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        print("moa-chat: error: the prompt is empty", file=sys.stderr)
+        return EXIT_USAGE
+    session = ChatSession(config, preset, allow_all=args.yes)  # ask never prompts: --yes or deny
+    error, warning = session.preflight()
+    if error:
+        print(f"moa-chat: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in (notice, warning):
+        if line and not args.quiet:
+            print(f"moa-chat: {line}", file=sys.stderr)
+    if not args.quiet:
+        print(
+            f"moa-chat: preset {preset.name} — {len(preset.references)} references → {preset.aggregator.label}",
+            file=sys.stderr,
+        )
+    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
+    try:
+        session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
+        result = _send_interruptibly(session, prompt, progress)
+    finally:
+        session.close()
+    if args.json:
+        json.dump(_as_json(preset, result), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif result.text and not result.text.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    if result.status == "failed":
+        print(f"moa-chat: error: {result.error}", file=sys.stderr)
+        return EXIT_FAILED
+    if result.status == "cancelled":
+        return EXIT_INTERRUPTED
+    if not args.quiet:
+        print(f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens", file=sys.stderr)
+    return EXIT_OK
+
+
+def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -> TurnResult:
+    """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
+    cancel = CancelToken()
+    box: dict[str, TurnResult] = {}
+    worker = threading.Thread(
+        target=lambda: box.setdefault("result", session.send(prompt, observer=progress, cancel=cancel)), daemon=True
+    )
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except KeyboardInterrupt:
+        cancel.cancel()
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+            worker.join(5)
+    if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
+        print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    return box["result"]
+
+
+def _as_json(preset: Preset, result: TurnResult) -> dict[str, Any]:
+    references = [
+        {
+            "label": r.label,
+            "status": r.status,
+            "text": r.text,
+            "error": r.error,
+            "seconds": r.seconds,
+            "first_token_seconds": r.first_token_seconds,
+            "usage": r.usage.as_dict() if r.usage else None,
+        }
+        for r in result.references
+    ]
+    return {
+        "preset": preset.name,
+        "aggregator": preset.aggregator.label,
+        "status": result.status,
+        "reply": result.text,
+        "error": result.error,
+        "seconds": result.seconds,
+        "references": references,
+        "usage": result.ledger.as_json(),
+    }

@@ -1,0 +1,75 @@
+"""What `moa-chat ask` shows while a turn runs: the reply on stdout as it streams, progress on stderr."""
+
+from __future__ import annotations
+
+import threading
+from typing import ClassVar, TextIO
+
+from ..engine import AggregatorStarted, ReferenceFinished, ReferenceStarted, ReplyDelta
+from ..session import Event, Notice, ToolCallEvent
+from ..tools.registry import summarize_arguments
+
+
+class Progress:
+    """Reference progress and notes on stderr; the reply itself goes to stdout as it streams."""
+
+    _GLYPH: ClassVar[dict[str, str]] = {"ok": "✓", "failed": "✗", "timeout": "⏱", "cancelled": "–"}
+
+    def __init__(self, err: TextIO, out: TextIO | None, quiet: bool) -> None:
+        self.err, self.out, self.quiet = err, out, quiet
+        self._lock = threading.Lock()
+        self._wrote_reply = False
+        self._any_reply = False
+        self._after_tools = False
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if isinstance(event, ToolCallEvent):
+                self._after_tools = True
+            if isinstance(event, ReplyDelta):
+                if self.out is not None:
+                    if self._after_tools and self._any_reply:
+                        # A blank line between the text before the tool calls and the text after them; the
+                        # first newline may already be out, written to end the line before a progress line.
+                        self.out.write("\n\n" if self._wrote_reply else "\n")
+                    self._after_tools = False
+                    self._any_reply = True
+                    self.out.write(event.text)
+                    self.out.flush()
+                    self._wrote_reply = True
+                return
+            line = self._describe(event)
+            if line and not self.quiet:
+                if self._wrote_reply and self.out is not None:
+                    self.out.write("\n")
+                    self.out.flush()
+                    self._wrote_reply = False
+                self.err.write(line + "\n")
+                self.err.flush()
+
+    def _describe(self, event: Event) -> str | None:
+        if isinstance(event, ReferenceStarted):
+            return f"  … {event.label}"
+        if isinstance(event, ReferenceFinished):
+            glyph = self._GLYPH.get(event.status, "?")
+            detail = f"{event.seconds:.1f}s"
+            if event.usage:
+                detail += f", {event.usage.completion_tokens} tokens"
+            if event.error:
+                detail += f" — {event.error}"
+            return f"  {glyph} {event.label} ({detail})"
+        if isinstance(event, AggregatorStarted):
+            if event.guidance_reused:
+                return None
+            return f"  → {event.label} writing ({event.references_ok}/{event.references_total} references answered)"
+        if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):
+            took = f" {event.seconds:.1f}s" if event.seconds else ""
+            why = ""
+            if event.status == "denied":
+                why = " (needs approval: run with --yes to allow)"
+            elif event.status == "failed" and event.result:
+                why = f": {event.result.splitlines()[0][:160]}"
+            return f"  ⚙ {event.name}({summarize_arguments(event.arguments)}) {event.status}{took}{why}"
+        if isinstance(event, Notice):
+            return f"  ! {event.text}"
+        return None

@@ -1,0 +1,120 @@
+"""The typed configuration: slots, presets, providers, MCP servers, and the errors that name file and line."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+DEFAULT_MAX_WORKERS = 8
+DEFAULT_MAX_ITERATIONS = 10
+FANOUT_MODES = ("user_turn", "per_iteration")
+BUNDLED_PREFIX = "presets/"
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased for the person who has to fix it."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
+        self.message, self.path, self.line = message, str(path) if path else None, line
+        where = f"{self.path}:{line}: " if self.path and line else f"{self.path}: " if self.path else ""
+        super().__init__(f"{where}{message}")
+
+
+class UnknownPresetError(ConfigError):
+    pass
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One model seat in a preset: a reference or the aggregator. Unset values are never sent."""
+
+    provider: str
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    timeout: float | None = None
+    extra_body: dict[str, Any] | None = None
+    enabled: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    reference_models: tuple[Slot, ...]
+    aggregator: Slot
+    description: str = ""
+    reference_temperature: float | None = None
+    aggregator_temperature: float | None = None
+    reference_timeout: float | None = None
+    max_workers: int = DEFAULT_MAX_WORKERS
+    tools: tuple[str, ...] | None = None  # None: the global `tools:` setting applies
+    fanout: Literal["user_turn", "per_iteration"] = "user_turn"
+    max_iterations: int | None = None
+    source: str = ""
+
+    @property
+    def references(self) -> tuple[Slot, ...]:
+        """The references that take part in a turn (enabled ones), in preset order."""
+        return tuple(slot for slot in self.reference_models if slot.enabled)
+
+    @property
+    def providers(self) -> set[str]:
+        return {slot.provider for slot in (*self.references, self.aggregator)}
+
+    @property
+    def bundled(self) -> bool:
+        return self.source.startswith(BUNDLED_PREFIX)
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """An OpenAI-compatible endpoint. Keys never live here, only the name of the variable holding one."""
+
+    name: str
+    base_url: str | None
+    api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    max_retries: int | None = None
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass
+class Config:
+    path: Path | None
+    presets: dict[str, Preset]
+    providers: dict[str, ProviderConfig]
+    default_preset: str | None = None
+    keymap: dict[str, str] = field(default_factory=dict)
+    tools: tuple[str, ...] | None = None  # None: the built-in default set
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+
+    def preset(self, name: str) -> Preset:
+        try:
+            return self.presets[name]
+        except KeyError:
+            raise UnknownPresetError(
+                f"unknown preset {name!r}{did_you_mean(name, self.presets)}; "
+                f"available presets: {', '.join(sorted(self.presets))}"
+            ) from None
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

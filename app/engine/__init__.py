@@ -1,0 +1,32 @@
+"""The MoA engine: the reference fan-out, the guidance, the aggregator phase, events and cancellation."""
+
+from .cancel import Cancelled, CancelToken
+from .engine import MoAEngine
+from .events import (
+    AggregatorFinished,
+    AggregatorStarted,
+    CallRecord,
+    EngineEvent,
+    EngineObserver,
+    ReferenceFinished,
+    ReferenceProgress,
+    ReferenceQueued,
+    ReferenceStarted,
+    ReplyDelta,
+)
+
+__all__ = [
+    "AggregatorFinished",
+    "AggregatorStarted",
+    "CallRecord",
+    "CancelToken",
+    "Cancelled",
+    "EngineEvent",
+    "EngineObserver",
+    "MoAEngine",
+    "ReferenceFinished",
+    "ReferenceProgress",
+    "ReferenceQueued",
+    "ReferenceStarted",
+    "ReplyDelta",
+]

@@ -1,0 +1,169 @@
+"""The Mixture-of-Agents engine: references advise in parallel, then the aggregator acts.
+
+An engine serves one user turn on one preset. Each aggregator round (`aggregate`, or `open_aggregator`
+for a caller that reads the stream itself) first gets the references' guidance: a fresh fan-out, or,
+under `fanout: user_turn`, the one already run for this user turn. Every model call goes through
+`ModelCall`, so references and aggregator share one request path, one reading loop and one record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config, Preset
+from ..llm import LLMCallError, StreamAssembler, call_llm, describe_error
+from .calls import CallLLM, ModelCall, slot_options
+from .cancel import Cancelled, CancelToken
+from .events import (
+    AggregatorFinished,
+    AggregatorStarted,
+    CallRecord,
+    EngineObserver,
+    ReferenceFinished,
+    ReplyDelta,
+    emit,
+)
+from .fanout import FanOut
+from .guidance import continues_after_user, guidance_message, reference_messages, turn_key
+
+
+class MoAEngine:
+    def __init__(
+        self,
+        config: Config,
+        preset: Preset,
+        *,
+        call: CallLLM = call_llm,
+        cancel: CancelToken | None = None,
+        observer: EngineObserver | None = None,
+    ) -> None:
+        self.config, self.preset = config, preset
+        self.call = call
+        self.cancel = cancel or CancelToken()
+        self.observer = observer
+        self.iteration = 0  # aggregator rounds so far
+        self.fanouts: list[tuple[ReferenceFinished, ...]] = []  # every fan-out, in order
+        self._guidance: tuple[str | None, tuple[ReferenceFinished, ...]] | None = None
+
+    @property
+    def last_references(self) -> tuple[ReferenceFinished, ...]:
+        return self.fanouts[-1] if self.fanouts else ()
+
+    # ------------------------------------------------------------------ references
+
+    def run_references(self, messages: list[dict[str, Any]], *, iteration: int = 1) -> tuple[ReferenceFinished, ...]:
+        fanout = FanOut(
+            self.config,
+            self.preset,
+            reference_messages(messages),
+            call=self.call,
+            cancel=self.cancel,
+            observer=self.observer,
+            iteration=iteration,
+        )
+        results = fanout.run()
+        self.fanouts.append(results)
+        return results
+
+    def consult(self, messages: list[dict[str, Any]], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
+        """The references' answers for this round, and whether they were reused from earlier in the turn."""
+        reuse = self.preset.fanout == "user_turn"
+        # Serialising the conversation is only worth it when the guidance may be reused.
+        key = turn_key(messages) if reuse else None
+        if reuse and continues_after_user(messages) and self._guidance is not None and self._guidance[0] == key:
+            return self._guidance[1], True
+        results = self.run_references(messages, iteration=iteration)
+        self._guidance = (key, results)
+        return results, False
+
+    # ------------------------------------------------------------------ the aggregator
+
+    def _aggregator_call(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        stream: bool,
+        timeout: Any = None,
+        stream_options: dict[str, Any] | None = None,
+    ) -> ModelCall:
+        """Consult the references, announce the round, and prepare the aggregator's request."""
+        iteration = self.iteration + 1
+        results, reused = self.consult(messages, iteration=iteration)
+        self.cancel.raise_if_cancelled()
+        self.iteration = iteration
+        aggregator = self.preset.aggregator
+        emit(
+            self.observer,
+            AggregatorStarted(
+                label=aggregator.label,
+                iteration=iteration,
+                references_ok=sum(r.status == "ok" for r in results),
+                references_total=len(results),
+                guidance_reused=reused,
+            ),
+        )
+        request: dict[str, Any] = {
+            "task": "moa_aggregator",
+            "provider": aggregator.provider,
+            "model": aggregator.model,
+            "messages": [*messages, guidance_message(results, predates_tools=reused)],
+            "tools": tools,
+            "config": self.config,
+            **slot_options(aggregator, self.preset.aggregator_temperature),
+        }
+        if stream:
+            request["stream"] = True
+            request["stream_options"] = stream_options if stream_options is not None else {"include_usage": True}
+            read_timeout = timeout if timeout is not None else aggregator.timeout
+            if read_timeout is not None:
+                request["timeout"] = read_timeout
+        elif aggregator.timeout is not None:
+            request["timeout"] = aggregator.timeout
+        return ModelCall(
+            role="aggregator", slot=aggregator, request=request, call=self.call, cancel=self.cancel, iteration=iteration
+        )
+
+    def open_aggregator(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: bool = False,
+        timeout: Any = None,
+        stream_options: dict[str, Any] | None = None,
+    ) -> Any:
+        """References, then the aggregator's request; returns its response untouched (a raw stream with
+        stream=True) for a caller that reads it itself."""
+        call = self._aggregator_call(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
+        return call.open()
+
+    def aggregate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reply: StreamAssembler
+    ) -> CallRecord:
+        """One whole aggregator round: references, the streamed reply read into `reply` (a ReplyDelta per
+        piece), and the round's record. On a failure or a cancel, `reply` keeps what arrived, the round is
+        still recorded, and the exception (LLMCallError or Cancelled) propagates."""
+        call = self._aggregator_call(messages, tools, stream=True)
+        call.assembler = reply
+
+        def finished(status: Any, error: str | None = None) -> CallRecord:
+            record = call.record(status, error)
+            emit(self.observer, AggregatorFinished(record))
+            return record
+
+        try:
+            call.open()
+            call.read(lambda text: emit(self.observer, ReplyDelta(text)))
+        except Cancelled:
+            finished("cancelled", "cancelled by the user")
+            raise
+        except LLMCallError as exc:
+            finished("failed", exc.reason)
+            raise
+        except Exception as exc:
+            finished("failed", describe_error(exc))
+            raise LLMCallError(
+                describe_error(exc), provider=call.slot.provider, model=call.slot.model, task="moa_aggregator"
+            ) from exc
+        return finished("ok")

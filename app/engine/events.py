@@ -1,0 +1,158 @@
+"""What the engine reports while it runs, and the record it keeps of every model call.
+
+Plain frozen dataclasses: the TUI renders them, `ask` prints them, the session's usage ledger keeps the
+`CallRecord` each finished call carries. Observers are called from worker threads (the reference pool
+and the turn's thread), so an observer must be thread-safe: the TUI's posts a Textual message, `ask`
+writes under a lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from ..llm.usage import Usage
+
+Role = Literal["reference", "aggregator"]
+CallStatus = Literal["ok", "failed", "timeout", "cancelled"]
+ReferenceStatus = Literal["queued", "running", "ok", "failed", "timeout", "cancelled"]
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One model call, as the usage ledger keeps it (and later cost and traces will)."""
+
+    role: Role
+    label: str  # provider:model of the slot
+    index: int  # the reference's position in the preset; 0 for the aggregator
+    iteration: int  # the aggregator round it belongs to (a fan-out belongs to the round it advises)
+    status: CallStatus
+    usage: Usage | None = None
+    seconds: float = 0.0
+    first_token_seconds: float | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    layer: int = 1  # references of a multi-layer preset sit in layers 1..n
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = self.usage.as_dict() if self.usage else None
+        return data
+
+
+# --------------------------------------------------------------------------- the fan-out
+
+
+@dataclass(frozen=True)
+class ReferenceQueued:
+    index: int
+    label: str
+
+
+@dataclass(frozen=True)
+class ReferenceStarted:
+    index: int
+    label: str
+
+
+@dataclass(frozen=True)
+class ReferenceProgress:
+    """A running reference produced text (sent at most a few times a second per reference)."""
+
+    index: int
+    label: str
+    chunks: int
+    seconds: float
+    first_token_seconds: float | None
+
+
+class _Recorded:
+    """Read a finished call's facts straight from its record."""
+
+    record: CallRecord
+
+    @property
+    def index(self) -> int:
+        return self.record.index
+
+    @property
+    def label(self) -> str:
+        return self.record.label
+
+    @property
+    def iteration(self) -> int:
+        return self.record.iteration
+
+    @property
+    def status(self) -> CallStatus:
+        return self.record.status
+
+    @property
+    def error(self) -> str | None:
+        return self.record.error
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.record.usage
+
+    @property
+    def seconds(self) -> float:
+        return self.record.seconds
+
+    @property
+    def first_token_seconds(self) -> float | None:
+        return self.record.first_token_seconds
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.record.finish_reason
+
+
+@dataclass(frozen=True)
+class ReferenceFinished(_Recorded):
+    """A reference ended (ok, failed, timeout or cancelled): its answer and the record of its call."""
+
+    record: CallRecord
+    text: str = ""
+
+
+# --------------------------------------------------------------------------- the aggregator
+
+
+@dataclass(frozen=True)
+class AggregatorStarted:
+    label: str
+    iteration: int
+    references_ok: int
+    references_total: int
+    guidance_reused: bool = False
+
+
+@dataclass(frozen=True)
+class ReplyDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class AggregatorFinished(_Recorded):
+    """One aggregator round ended: read whole, or cut short by a failure or a cancel."""
+
+    record: CallRecord
+
+
+EngineEvent = (
+    ReferenceQueued
+    | ReferenceStarted
+    | ReferenceProgress
+    | ReferenceFinished
+    | AggregatorStarted
+    | ReplyDelta
+    | AggregatorFinished
+)
+EngineObserver = Callable[[EngineEvent], None]
+
+
+def emit(observer: Callable[[Any], None] | None, event: object) -> None:
+    if observer is not None:
+        observer(event)

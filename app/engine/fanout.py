@@ -1,0 +1,165 @@
+"""The references, in parallel: each one ends exactly once, as ok, failed, timeout or cancelled.
+
+The caller's thread supervises: it collects answers as they finish, enforces each reference's timeout
+(closing its stream), and notices a cancel within `POLL` seconds. The pool's threads only request and
+read; a reference abandoned by a timeout or a cancel never holds anything up (see CancelToken.call).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import openai
+
+from ..config import Config, Preset, Slot
+from ..llm import LLMCallError, describe_error
+from .calls import CallLLM, ModelCall, slot_options
+from .cancel import Cancelled, CancelToken
+from .events import (
+    CallStatus,
+    EngineObserver,
+    ReferenceFinished,
+    ReferenceProgress,
+    ReferenceQueued,
+    ReferenceStarted,
+    emit,
+)
+
+PROGRESS_INTERVAL = 0.25  # seconds between progress events of one reference
+POLL = 0.05  # how often the supervisor looks at deadlines and the cancel flag
+
+
+class _Reference:
+    def __init__(self, index: int, slot: Slot, timeout: float | None, call: ModelCall) -> None:
+        self.index, self.slot, self.timeout, self.call = index, slot, timeout, call
+        self.result: ReferenceFinished | None = None
+
+
+class FanOut:
+    """One parallel run of a preset's references over one view of the conversation."""
+
+    def __init__(
+        self,
+        config: Config,
+        preset: Preset,
+        view: list[dict[str, Any]],
+        *,
+        call: CallLLM,
+        cancel: CancelToken,
+        observer: EngineObserver | None,
+        iteration: int = 1,
+    ) -> None:
+        self.preset, self.cancel, self.observer = preset, cancel, observer
+        self.refs = []
+        for index, slot in enumerate(preset.references):
+            timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
+            request: dict[str, Any] = {
+                "task": "moa_reference",
+                "provider": slot.provider,
+                "model": slot.model,
+                "messages": view,
+                "config": config,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                **slot_options(slot, preset.reference_temperature),
+            }
+            if timeout is not None:
+                request["timeout"] = timeout
+            model_call = ModelCall(
+                role="reference", slot=slot, request=request, call=call, cancel=cancel, index=index, iteration=iteration
+            )
+            self.refs.append(_Reference(index, slot, timeout, model_call))
+        self._lock = threading.Lock()
+
+    def run(self) -> tuple[ReferenceFinished, ...]:
+        if not self.refs:
+            return ()
+        for ref in self.refs:
+            emit(self.observer, ReferenceQueued(ref.index, ref.slot.label))
+        workers = min(self.preset.max_workers, len(self.refs))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="moa-reference")
+        try:
+            futures: dict[Future[bool], _Reference] = {pool.submit(self._ask, ref): ref for ref in self.refs}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
+                for future in done:
+                    self._settle(futures[future], future)
+                if self.cancel.cancelled:
+                    for ref in self.refs:
+                        self._finish(ref, "cancelled", error="cancelled by the user")
+                    break
+                for ref in self.refs:
+                    started = ref.call.started_at is not None
+                    if ref.result is None and ref.timeout is not None and started and ref.call.elapsed() > ref.timeout:
+                        self._finish(ref, "timeout", error=f"no complete answer within {ref.timeout:g}s")
+                pending = {f for f in pending if futures[f].result is None}
+        finally:
+            # Abandon what is still running: its stream was closed; pending ones never start.
+            pool.shutdown(wait=False, cancel_futures=True)
+        results = tuple(ref.result for ref in self.refs if ref.result is not None)
+        assert len(results) == len(self.refs), "every reference ends exactly once"
+        return results
+
+    def _settle(self, ref: _Reference, future: Future[bool]) -> None:
+        exc = future.exception()
+        if exc is None:
+            if not future.result():
+                self._finish(ref, "cancelled", error="cancelled before it started")
+            elif not ref.call.assembler.text.strip():
+                self._finish(ref, "failed", error="returned an empty answer")
+            else:
+                self._finish(ref, "ok")
+        elif isinstance(exc, Cancelled):
+            self._finish(ref, "cancelled", error="cancelled by the user")
+        elif _is_timeout(exc):
+            self._finish(ref, "timeout", error=describe_error(exc))
+        else:
+            self._finish(ref, "failed", error=describe_error(exc))
+
+    def _finish(self, ref: _Reference, status: CallStatus, *, error: str | None = None) -> None:
+        with self._lock:
+            if ref.result is not None:
+                return
+            text = ref.call.assembler.text if status == "ok" else ""
+            ref.result = ReferenceFinished(ref.call.record(status, error), text)
+        if status in ("timeout", "cancelled"):
+            ref.call.close()
+        emit(self.observer, ref.result)
+
+    def _ask(self, ref: _Reference) -> bool:
+        """Runs in a pool thread: one reference's streamed answer. False when the turn was cancelled first."""
+        if self.cancel.cancelled:
+            return False
+        emit(self.observer, ReferenceStarted(ref.index, ref.slot.label))
+        ref.call.open()
+        last_progress: float | None = None
+
+        def progress(_text: str) -> None:
+            nonlocal last_progress
+            now = ref.call.elapsed()
+            if last_progress is None or now - last_progress >= PROGRESS_INTERVAL:
+                last_progress = now
+                emit(
+                    self.observer,
+                    ReferenceProgress(
+                        ref.index,
+                        ref.slot.label,
+                        ref.call.assembler.chunks,
+                        round(now, 3),
+                        ref.call.first_token_seconds(),
+                    ),
+                )
+
+        ref.call.read(progress, abandoned=lambda: ref.result is not None)
+        return True
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APITimeoutError):
+        return True
+    if isinstance(exc, LLMCallError):
+        return isinstance(exc.__cause__, openai.APITimeoutError)
+    return "timeout" in type(exc).__name__.lower() or isinstance(exc, TimeoutError)

@@ -1,0 +1,112 @@
+"""`call_llm`: one chat-completions call to any configured OpenAI-compatible endpoint.
+
+The contract (from the seed): streaming calls return the SDK's raw stream untouched and skip response
+validation; `stream`, `stream_options` and `timeout` reach the request only when given. This module is
+where the seed names it (`agent.auxiliary_client` there), so `call_llm` and the helpers the seed's tests
+replace (`_resolve_task_provider_model`, `_get_cached_client`, `_validate_llm_response`) are looked up
+here at call time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from ..config import Config, load_config
+from ..providers import resolve_endpoint
+from .clients import get_cached_client as _get_cached_client
+from .errors import LLMCallError, describe_error
+from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response
+from .usage import Usage
+
+__all__ = [
+    "LLMCallError",
+    "StreamAssembler",
+    "ToolCall",
+    "Usage",
+    "call_llm",
+    "close_stream",
+    "describe_error",
+    "is_complete_response",
+]
+
+API_MODE = "chat_completions"
+
+
+def _resolve_task_provider_model(
+    task: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    *,
+    config: Config | None = None,
+) -> tuple[str, str, str, str, str]:
+    """(provider, model, base_url, api_key, api_mode) for a call; errors name what is missing."""
+    if not model:
+        raise ValueError(f"call_llm({task or 'call'}): a model is required")
+    if not provider:
+        if not base_url:
+            raise ValueError(f"call_llm({task or 'call'}): give a provider or a base_url")
+        provider = "custom"
+    endpoint = resolve_endpoint(provider, config or load_config(), base_url=base_url, api_key=api_key)
+    return provider, model, endpoint.base_url, endpoint.api_key, API_MODE
+
+
+def _validate_llm_response(response: Any, *, task: str | None, provider: str, model: str) -> Any:
+    if not is_complete_response(response):
+        raise RuntimeError(f"{task or 'LLM'} call to {provider}:{model} returned a response without choices[0].message")
+    return response
+
+
+def call_llm(
+    *,
+    task: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
+    timeout: Any = None,
+    stream: bool = False,
+    stream_options: dict[str, Any] | None = None,
+    extra_body: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    config: Config | None = None,
+) -> Any:
+    """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated)."""
+    config = config or load_config()
+    provider, model, base_url, api_key, _mode = _resolve_task_provider_model(
+        task, provider, model, base_url, api_key, config=config
+    )
+    client, model = _get_cached_client(provider, model, base_url, api_key, config=config)
+    request: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        request["tools"] = tools
+    if temperature is not None:
+        request["temperature"] = temperature
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if reasoning_effort is not None:
+        request["reasoning_effort"] = reasoning_effort
+    if extra_body:
+        request["extra_body"] = extra_body
+    if timeout is not None:
+        request["timeout"] = timeout
+    if stream:
+        request["stream"] = True
+        if stream_options is not None:
+            request["stream_options"] = stream_options
+    try:
+        response = client.chat.completions.create(**request)
+    except openai.OpenAIError as exc:
+        raise LLMCallError(
+            describe_error(exc), provider=provider, model=model, task=task, status=getattr(exc, "status_code", None)
+        ) from exc
+    if stream:
+        return response
+    return _validate_llm_response(response, task=task, provider=provider, model=model)

@@ -1,0 +1,59 @@
+"""A failed provider call, and the one-line reason a user can act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from ..config import ConfigError
+
+
+class LLMCallError(RuntimeError):
+    """A provider call that failed, named by task, provider and model, with a reason a user can act on."""
+
+    def __init__(
+        self, reason: str, *, provider: str, model: str, task: str | None = None, status: int | None = None
+    ) -> None:
+        self.reason, self.provider, self.model, self.task, self.status = reason, provider, model, task, status
+        super().__init__(f"{provider}:{model} failed: {reason}")
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line reason for a failed call: HTTP status and the server's message, or the network fault."""
+    if isinstance(exc, LLMCallError):
+        return exc.reason
+    if isinstance(exc, ConfigError):
+        return exc.message
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out waiting for the provider"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        detail = f": {_first_line(str(cause))}" if cause and str(cause) else ""
+        return f"cannot reach the endpoint{detail}"
+    if isinstance(exc, openai.APIStatusError):
+        message = _server_message(exc.body) or _first_line(exc.message)
+        hint = {
+            401: " (check the API key)",
+            403: " (the key may lack access to this model)",
+            404: " (check the model name and base_url)",
+            429: " (rate limited; try again shortly)",
+        }
+        return f"HTTP {exc.status_code}: {message}{hint.get(exc.status_code, '')}"
+    text = _first_line(str(exc)) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+def _server_message(body: Any) -> str | None:
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return _first_line(inner["message"])
+        if isinstance(inner, str):
+            return _first_line(inner)
+    return None
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 300 else line[:297] + "..."

@@ -1,0 +1,50 @@
+"""The usage ledger: one record per model call, the single source of every token total.
+
+The header, `ask --json` and the sidebar read totals from here; cost and traces will too. A turn keeps
+its own ledger (in its TurnResult); the session adds each turn's to its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from ..engine.events import AggregatorFinished, CallRecord, ReferenceFinished, Role
+from ..llm.usage import Usage, sum_usage
+
+
+class UsageLedger:
+    def __init__(self, records: Iterable[CallRecord] = ()) -> None:
+        self._records = list(records)
+        self._lock = threading.Lock()
+
+    @property
+    def records(self) -> tuple[CallRecord, ...]:
+        with self._lock:
+            return tuple(self._records)
+
+    def add(self, record: CallRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def extend(self, records: Iterable[CallRecord]) -> None:
+        with self._lock:
+            self._records.extend(records)
+
+    def observe(self, event: object) -> None:
+        """Take the record a finished call carries (an engine observer)."""
+        if isinstance(event, ReferenceFinished | AggregatorFinished):
+            self.add(event.record)
+
+    def usage(self, role: Role | None = None) -> Usage:
+        """Tokens reported by providers: all calls, or one role's."""
+        return sum_usage([r.usage for r in self.records if role is None or r.role == role])
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.usage().as_dict(),
+            "references_total_tokens": self.usage("reference").total_tokens,
+            "aggregator_total_tokens": self.usage("aggregator").total_tokens,
+            "calls": [record.as_dict() for record in self.records],
+        }

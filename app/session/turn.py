@@ -1,0 +1,219 @@
+"""One user turn, end to end: the engine's rounds, the aggregator's streamed reply, and the tool loop.
+
+It runs on one thread (the caller's); the engine's reference pool lives inside each round.
+`ChatSession.send` is the way in for both front ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..config import Config, Preset
+from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
+from ..engine.calls import CallLLM
+from ..engine.events import emit
+from ..llm import LLMCallError, StreamAssembler, ToolCall, Usage, call_llm, describe_error
+from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
+from .events import Event, Notice, Observer, ToolCallEvent, ToolStatus
+from .ledger import UsageLedger
+
+TurnStatus = Literal["ok", "failed", "cancelled"]
+
+
+@dataclass
+class TurnResult:
+    status: TurnStatus
+    text: str
+    error: str | None
+    seconds: float
+    references: tuple[ReferenceFinished, ...]  # the last fan-out's answers
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    iterations: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return self.ledger.usage()
+
+
+DENIED = "denied by the user"
+CANCELLED = "cancelled by the user"
+NOT_RUN = "error: not run, the turn failed before this call could run"
+
+
+class Turn:
+    def __init__(
+        self,
+        config: Config,
+        preset: Preset,
+        *,
+        observer: Observer | None = None,
+        cancel: CancelToken | None = None,
+        tools: ToolRegistry | None = None,
+        approver: Approver | None = None,
+        max_iterations: int | None = None,
+        call: CallLLM = call_llm,
+    ) -> None:
+        self.config, self.preset = config, preset
+        self.observer = observer
+        self.cancel = cancel or CancelToken()
+        self.tools = tools
+        self.approver = approver
+        self.max_iterations = max_iterations or preset.max_iterations or config.max_iterations
+        self.ledger = UsageLedger()
+        self._call = call
+        self._reply: StreamAssembler | None = None  # the round being read, for what it said before a failure
+
+    def _observe(self, event: Event) -> None:
+        self.ledger.observe(event)
+        emit(self.observer, event)
+
+    def run(self, messages: list[dict[str, Any]]) -> TurnResult:
+        started = clock.monotonic()
+        engine = MoAEngine(self.config, self.preset, call=self._call, cancel=self.cancel, observer=self._observe)
+        conversation = list(messages)
+        added: list[dict[str, Any]] = []
+        texts: list[str] = []
+        status: TurnStatus = "ok"
+        error: str | None = None
+        schemas = (self.tools.schemas() or None) if self.tools else None
+        try:
+            while True:
+                if engine.iteration >= self.max_iterations:
+                    self._observe(
+                        Notice(
+                            f"Stopped after {self.max_iterations} tool iterations without a final answer "
+                            "(max_iterations). Ask again to continue.",
+                            "warning",
+                        )
+                    )
+                    break
+                self.cancel.raise_if_cancelled()
+                reply = self._reply = StreamAssembler()
+                engine.aggregate(conversation, schemas, reply)
+                self._reply = None  # read whole: its text goes in below, not as a partial
+                calls = reply.tool_calls()
+                if reply.text:
+                    texts.append(reply.text)
+                if reply.text or calls:
+                    message: dict[str, Any] = {"role": "assistant", "content": reply.text or ""}
+                    if calls:
+                        message["tool_calls"] = [call.as_message_part() for call in calls]
+                    conversation.append(message)
+                    added.append(message)
+                if not calls:
+                    break
+                for tool_reply in self._run_tools(calls, engine.iteration):
+                    conversation.append(tool_reply)
+                    added.append(tool_reply)
+                self.cancel.raise_if_cancelled()
+        except Cancelled:
+            status, error = "cancelled", CANCELLED
+            self._keep_partial(texts, added, CANCELLED)
+        except LLMCallError as exc:
+            status, error = "failed", str(exc)
+            self._keep_partial(texts, added, NOT_RUN)
+        except Exception as exc:  # a provider fault must never take the conversation with it
+            status, error = "failed", f"{self.preset.aggregator.label} failed: {describe_error(exc)}"
+            self._keep_partial(texts, added, NOT_RUN)
+        return TurnResult(
+            status=status,
+            text="\n\n".join(texts),
+            error=error,
+            seconds=round(clock.monotonic() - started, 3),
+            references=engine.last_references,
+            ledger=self.ledger,
+            new_messages=added,
+            iterations=engine.iteration,
+        )
+
+    def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:
+        """Whatever streamed before a failure or cancel stays in the conversation, and the conversation
+        stays valid: a tool call left without its tool message would make every later request fail."""
+        answered = {m.get("tool_call_id") for m in added if m.get("role") == "tool"}
+        for message in list(added):
+            for part in message.get("tool_calls") or []:
+                if part["id"] not in answered:
+                    added.append({"role": "tool", "tool_call_id": part["id"], "content": why})
+                    answered.add(part["id"])
+        if self._reply is not None and self._reply.text:
+            texts.append(self._reply.text)
+            added.append({"role": "assistant", "content": self._reply.text})
+        self._reply = None
+
+    # ------------------------------------------------------------------ tools
+
+    def _run_tools(self, calls: list[ToolCall], iteration: int) -> list[dict[str, Any]]:
+        """One tool message per call, in order; calls left when the turn is cancelled say so."""
+        replies = []
+        for call in calls:
+            if self.cancel.cancelled:
+                replies.append(_tool_message(call, CANCELLED))
+                self._report(call, iteration, "cancelled", CANCELLED)
+                continue
+            try:
+                result = self._run_tool(call, iteration)
+            except Cancelled:
+                raise
+            except Exception as exc:  # a fault around a tool is the model's news, not the end of the turn
+                result = f"error: {type(exc).__name__}: {exc}"
+                self._report(call, iteration, "failed", result)
+            replies.append(_tool_message(call, result))
+        return replies
+
+    def _report(
+        self,
+        call: ToolCall,
+        iteration: int,
+        status: ToolStatus,
+        result: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        self._observe(ToolCallEvent(call.id, call.name, call.arguments, status, result, seconds, iteration))
+
+    def _run_tool(self, call: ToolCall, iteration: int) -> str:
+        def report(status: ToolStatus, result: str | None = None, seconds: float | None = None) -> None:
+            self._report(call, iteration, status, result, seconds)
+
+        report("requested")
+        tool = self.tools.get(call.name) if self.tools else None
+        if tool is None:
+            available = ", ".join(self.tools.names()) if self.tools else "none"
+            result = f"error: there is no tool named {call.name!r}; available tools: {available}"
+            report("failed", result, 0.0)
+            return result
+        arguments, problem = call.parsed_arguments()
+        if arguments is None:
+            result = f"error: {problem}. Call {call.name} again with a valid JSON object as arguments."
+            report("failed", result, 0.0)
+            return result
+        reason = tool.approval_reason(arguments)
+        if reason is not None:
+            report("awaiting_approval")
+            decision: Decision = "deny"
+            if self.approver is not None:
+                preview = tool.preview(arguments) or reason or None
+                decision = self.approver(ApprovalRequest(call.id, call.name, arguments, preview))
+            if self.cancel.cancelled:
+                report("cancelled", CANCELLED)
+                return CANCELLED
+            if decision not in ("allow_once", "allow_always"):  # anything unexpected denies
+                report("denied", DENIED, 0.0)
+                return DENIED
+        report("running")
+        started = clock.monotonic()
+        try:
+            result = tool.run(arguments, self.cancel)
+            status = "done"
+        except Cancelled:
+            report("cancelled", CANCELLED, round(clock.monotonic() - started, 3))
+            return CANCELLED
+        except Exception as exc:
+            result, status = f"error: {exc}", "failed"
+        report(status, result, round(clock.monotonic() - started, 3))
+        return result
+
+
+def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call.id, "content": content}

@@ -1,0 +1,425 @@
+"""The chat: one ChatSession shown as a log, a reference sidebar and a prompt.
+
+The screen drives its session's turns on a worker thread and renders what the core reports: events
+cross the thread boundary through the bridge, in order, and are applied to the widgets here.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import ActiveBinding, Binding
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from ...config import Preset
+from ...engine import (
+    AggregatorFinished,
+    AggregatorStarted,
+    CancelToken,
+    ReferenceFinished,
+    ReferenceProgress,
+    ReferenceQueued,
+    ReferenceStarted,
+)
+from ...session import ChatSession, Notice, ToolCallEvent, TurnResult
+from ...tools import ApprovalRequest, Decision
+from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
+from ..keys import key_texts
+from ..widgets.chat_log import ChatLog, UserMessage, Welcome
+from ..widgets.chat_log import Notice as NoticeWidget
+from ..widgets.header import StatusHeader
+from ..widgets.prompt_input import PromptInput
+from ..widgets.reference_card import ReferenceCard
+from ..widgets.reply import AssistantReply
+from ..widgets.sidebar import ReferenceSidebar
+from .approval import ApprovalScreen
+from .preset_picker import PresetPicker
+from .reference_detail import ReferenceDetail
+
+
+class ChatScreen(Screen[None]):
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+        Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
+        Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
+        Binding(
+            "shift+f3",
+            "previous_preset",
+            "Previous preset",
+            id="previous_preset",
+            show=False,
+            tooltip="previous preset",
+        ),
+        Binding(
+            "escape",
+            "cancel_turn",
+            "Cancel",
+            id="cancel_turn",
+            tooltip="cancel the running turn (the partial reply stays)",
+        ),
+        Binding("f4", "toggle_sidebar", "Sidebar", id="toggle_sidebar", tooltip="show or hide the reference sidebar"),
+        # Priority: the prompt would take them to move its cursor; reading back matters more while typing.
+        Binding(
+            "pageup",
+            "scroll_log(-1)",
+            "Scroll up",
+            id="scroll_log_up",
+            show=False,
+            priority=True,
+            tooltip="scroll the conversation up (a streaming reply stops pulling the view down)",
+        ),
+        Binding(
+            "pagedown",
+            "scroll_log(1)",
+            "Scroll down",
+            id="scroll_log_down",
+            show=False,
+            priority=True,
+            tooltip="scroll the conversation down",
+        ),
+        Binding("f5", "copy_reply", "Copy reply", id="copy_reply", tooltip="copy the last reply"),
+        # Priority: the prompt (a TextArea) uses F6 to select a line.
+        Binding(
+            "f6",
+            "copy_code",
+            "Copy code",
+            id="copy_code",
+            show=False,
+            priority=True,
+            tooltip="copy the last code block",
+        ),
+        Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation", tooltip="new conversation"),
+    ]
+
+    turn_running: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, session: ChatSession, *, notice: str | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.notice = notice
+        self._cancel: CancelToken | None = None
+        self._bridge: TurnBridge | None = None
+        self._reply: AssistantReply | None = None
+        self._last_reply: AssistantReply | None = None
+        self._sidebar_stale = False
+        self._approval_screen: ApprovalScreen | None = None
+        self._clear_after_turn = False
+        # The approval modal's quiet period runs on this clock: real time, or a test's.
+        self.approval_clock: Callable[[], float] = time.monotonic
+        session.approval.ask = self._ask_approval
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The focused widget's keys, then the app's (quit, help), then the chat's: the footer shows them in
+        this order, so the global keys a newcomer needs survive a narrow terminal."""
+        bindings = super().active_bindings
+
+        def rank(item: tuple[str, ActiveBinding]) -> int:
+            namespace = item[1].node
+            return 2 if namespace is self else 1 if namespace is self.app else 0
+
+        return dict(sorted(bindings.items(), key=rank))
+
+    @property
+    def preset(self) -> Preset:
+        return self.session.preset
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(self.preset, id="header")
+        with Horizontal(id="body"):
+            yield ChatLog(id="chat-log")
+            yield ReferenceSidebar(self.preset, id="sidebar")
+        yield PromptInput(id="prompt")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        log = self.chat_log
+        await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
+        if self.notice:
+            await log.mount(NoticeWidget(self.notice, "info"))
+        await self._announce_preflight(self.preset, in_log=True)
+        self.query_one(PromptInput).focus()
+        if self.session.config.mcp_servers:
+            self._start_mcp()
+
+    @work(thread=True, group="mcp", exit_on_error=False)
+    def _start_mcp(self) -> None:
+        """MCP servers start off the UI thread; until they are up, turns use the built-in tools."""
+        self.session.start_mcp(report=lambda line: self.post_message(CoreEvent(Notice(line, "warning"))))
+
+    @property
+    def sidebar(self) -> ReferenceSidebar:
+        return self.query_one(ReferenceSidebar)
+
+    @property
+    def chat_log(self) -> ChatLog:
+        return self.query_one(ChatLog)
+
+    def watch_turn_running(self, running: bool) -> None:
+        self.query_one(PromptInput).set_class(running, "-busy")
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_turn":
+            return self.turn_running
+        if action in ("copy_reply", "copy_code"):
+            return True if self._last_reply is not None else None
+        return True
+
+    # ------------------------------------------------------------------ a turn
+
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        if self.turn_running:
+            self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
+            return
+        self.query_one(PromptInput).accept(event.text)
+        await self.start_turn(event.text)
+
+    async def start_turn(self, text: str) -> None:
+        log = self.chat_log
+        await log.query(Welcome).remove()
+        await log.mount(UserMessage(text))
+        preset = self.preset
+        error, warning = self.session.preflight(preset)
+        if error:
+            await log.mount(NoticeWidget(error, "error"))
+            return
+        if warning:
+            self.notify(warning, severity="warning", timeout=6)
+        self._reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
+        await log.mount(self._reply)
+        self.sidebar.start_turn()
+        self._cancel = CancelToken()
+        self._bridge = TurnBridge(self.post_message)
+        self.turn_running = True
+        self._run_turn(text, self._cancel, self._bridge)
+
+    @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
+    def _run_turn(self, text: str, cancel: CancelToken, bridge: TurnBridge) -> None:
+        """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
+        bridge.post_after_text(TurnDone(self.session.send(text, observer=bridge, cancel=cancel)))
+
+    def _ask_approval(self, request: ApprovalRequest) -> Decision:
+        """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
+        answer: concurrent.futures.Future[Decision] = concurrent.futures.Future()
+        cancel = self._cancel
+
+        def show() -> None:
+            self._approval_screen = ApprovalScreen(request, clock=self.approval_clock)
+            self.app.push_screen(self._approval_screen, answer.set_result)
+
+        self.app.call_from_thread(show)
+        while True:
+            try:
+                return answer.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                if cancel is not None and cancel.cancelled:
+                    self.app.call_from_thread(self._close_approval)
+                    return "deny"
+
+    def _close_approval(self) -> None:
+        screen, self._approval_screen = self._approval_screen, None
+        if screen is not None and screen.is_active:
+            screen.dismiss("deny")
+
+    async def on_core_event(self, message: CoreEvent) -> None:
+        event = message.event
+        reply = self._reply
+        if isinstance(event, ReferenceQueued | ReferenceStarted | ReferenceProgress | ReferenceFinished):
+            card = self.sidebar.card(event.index)
+            if card is not None:
+                card.apply(event)
+            if isinstance(event, ReferenceFinished) and reply is not None and not reply.text:
+                cards = self.sidebar.cards()
+                done = sum(c.status not in ("queued", "running") for c in cards)
+                reply.set_status(f"consulting {len(cards)} references… {done}/{len(cards)} finished")
+        elif isinstance(event, AggregatorStarted | AggregatorFinished):
+            self.sidebar.aggregator_card.apply(event)
+            if isinstance(event, AggregatorStarted) and reply is not None and not reply.text:
+                reply.set_status(
+                    f"{event.label} is writing… ({event.references_ok}/{event.references_total} references answered)"
+                )
+        elif isinstance(event, ToolCallEvent) and reply is not None:
+            await reply.tool_event(event)
+        elif isinstance(event, Notice):
+            await self.chat_log.mount(NoticeWidget(event.text, event.level))
+
+    async def on_reply_text(self, message: ReplyText) -> None:
+        text = message.text
+        if text is None:  # coalesced: collect whatever this segment's epoch has buffered
+            text = self._bridge.take(message.epoch) if self._bridge else ""
+        if text and self._reply is not None:
+            await self._reply.append_text(text)
+
+    async def on_turn_done(self, message: TurnDone) -> None:
+        result: TurnResult = message.result
+        reply = self._reply
+        if reply is not None:
+            await reply.finish(result, tokens=result.usage.total_tokens)
+            self._last_reply = reply
+        # The card names its model already: show only the reason.
+        reason = result.error.split(" failed: ", 1)[-1] if result.error else None
+        self.sidebar.end_turn(result.status, reason, result.ledger)
+        self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
+        self._reply = self._cancel = self._bridge = None
+        self.turn_running = False
+        if self._sidebar_stale:
+            self._sidebar_stale = False
+            await self.sidebar.show_preset(self.preset)
+        if self._clear_after_turn:
+            self._clear_after_turn = False
+            await self._clear()
+
+    def action_cancel_turn(self) -> None:
+        if self._cancel is None:  # no turn running
+            return
+        # Closing HTTP streams can block for a moment; never on the UI's thread.
+        threading.Thread(target=self._cancel.cancel, name="cancel-turn", daemon=True).start()
+        if self._reply is not None:
+            self._reply.set_status("cancelling…")
+
+    def on_unmount(self) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+        self.session.close()
+
+    # ------------------------------------------------------------------ presets
+
+    def switch_preset(self, name: str) -> None:
+        preset = self.session.switch_preset(name)
+        self.query_one(StatusHeader).show(preset)
+        when = " from the next turn" if self.turn_running else ""
+        self.notify(
+            f"{preset.name}: {len(preset.references)} references → {preset.aggregator.label}{when}",
+            title="Preset switched",
+        )
+        if self.turn_running:
+            self._sidebar_stale = True
+        else:
+            self.call_later(self.sidebar.show_preset, preset)
+        self.call_later(self._announce_preflight, preset)
+
+    async def _announce_preflight(self, preset: Preset, in_log: bool = False) -> None:
+        error, warning = self.session.preflight(preset)
+        for text, level in ((error, "error"), (warning, "warning")):
+            if not text:
+                continue
+            if in_log:
+                await self.chat_log.mount(NoticeWidget(text, level))
+            else:
+                self.notify(text, severity="error" if level == "error" else "warning", timeout=8)
+
+    def _cycle_preset(self, step: int) -> None:
+        names = sorted(self.session.config.presets)
+        position = names.index(self.preset.name) if self.preset.name in names else 0
+        self.switch_preset(names[(position + step) % len(names)])
+
+    def action_next_preset(self) -> None:
+        self._cycle_preset(+1)
+
+    def action_previous_preset(self) -> None:
+        self._cycle_preset(-1)
+
+    def action_preset_picker(self) -> None:
+        def chosen(name: str | None) -> None:
+            if name and name != self.preset.name:
+                self.switch_preset(name)
+
+        self.app.push_screen(PresetPicker(self.session.config, self.preset.name), chosen)
+
+    # ------------------------------------------------------------------ the rest
+
+    def on_reference_card_selected(self, event: ReferenceCard.Selected) -> None:
+        self.app.push_screen(ReferenceDetail(event.card))
+
+    def action_toggle_sidebar(self) -> None:
+        sidebar = self.sidebar
+        sidebar.display = not sidebar.display
+
+    def action_scroll_log(self, direction: int) -> None:
+        # Scrolling up releases the log's anchor, so a streaming reply stops pulling the view down;
+        # paging back to the bottom anchors it again.
+        if direction < 0:
+            self.chat_log.scroll_page_up(animate=False)
+        else:
+            self.chat_log.scroll_page_down(animate=False)
+
+    def action_copy_reply(self) -> None:
+        if self._last_reply is None or not self._last_reply.text:
+            self.notify("No reply to copy yet.", severity="warning")
+            return
+        self.app.copy_to_clipboard(self._last_reply.text)
+        self.notify(f"Copied the last reply ({len(self._last_reply.text):,} characters).")
+
+    def action_copy_code(self) -> None:
+        code = self._last_reply.last_code_block() if self._last_reply else None
+        if code is None:
+            self.notify("The last reply has no code block.", severity="warning")
+            return
+        self.app.copy_to_clipboard(code)
+        self.notify(f"Copied the last code block ({code.count(chr(10)) or 1} lines).")
+
+    async def action_new_conversation(self) -> None:
+        if self.turn_running:
+            self._clear_after_turn = True
+            self.action_cancel_turn()
+            return
+        await self._clear()
+
+    async def _clear(self) -> None:
+        self.session.new_conversation()
+        self._last_reply = None
+        log = self.chat_log
+        await log.remove_children()
+        await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
+        await self.sidebar.show_preset(self.preset)
+        self.refresh_bindings()
+        self.notify("New conversation.")
+
+    def system_commands(self) -> Iterable[SystemCommand]:
+        """The chat's entries in the command palette, each naming the key that does the same."""
+        keys = key_texts(self)
+
+        def key(binding_id: str) -> str:
+            return f" ({keys[binding_id]})" if binding_id in keys else ""
+
+        yield SystemCommand(
+            "Pick preset", f"Choose the MoA preset for the next turn{key('preset_picker')}", self.action_preset_picker
+        )
+        yield SystemCommand("Next preset", f"Switch to the next preset{key('next_preset')}", self.action_next_preset)
+        yield SystemCommand(
+            "Previous preset", f"Switch to the previous preset{key('previous_preset')}", self.action_previous_preset
+        )
+        if self.turn_running:
+            yield SystemCommand(
+                "Cancel turn",
+                f"Stop the running turn; the partial reply stays{key('cancel_turn')}",
+                self.action_cancel_turn,
+            )
+        yield SystemCommand(
+            "Toggle sidebar", f"Show or hide the reference sidebar{key('toggle_sidebar')}", self.action_toggle_sidebar
+        )
+        if self._last_reply is not None:
+            yield SystemCommand(
+                "Copy reply", f"Copy the last reply to the clipboard{key('copy_reply')}", self.action_copy_reply
+            )
+            yield SystemCommand(
+                "Copy code block",
+                f"Copy the last code block of the last reply{key('copy_code')}",
+                self.action_copy_code,
+            )
+        yield SystemCommand(
+            "New conversation",
+            f"Clear the conversation and start again{key('new_conversation')}",
+            self.action_new_conversation,
+        )
