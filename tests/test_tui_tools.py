@@ -141,16 +141,35 @@ def test_snapshot_approval_modal(snap_compare, home, project, _frozen):
     assert snap_compare(make_app(load_config(), "demo"), terminal_size=(110, 36), run_before=run_before)
 
 
+class ManualClock:
+    """The approval modal's clock, moved by the test alone: a loaded machine cannot arm the modal early."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def test_typing_when_the_approval_pops_up_decides_nothing(home, project):
     """The user is typing the next prompt when the modal opens: "and also" must not allow anything."""
     app = make_app(load_config(), "demo")
+    clock = ManualClock()
     async with app.run_test(size=(110, 40)) as pilot:
+        app.chat.approval_clock = clock
         await send(pilot, "Please write a note file about caching")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         for key in "and also yes":
+            clock.now += 0.05  # typing speed
             await pilot.press("space" if key == " " else key)
+        await pilot.pause()
         assert isinstance(app.screen, ApprovalScreen) and not app.screen.armed
-        await wait_until(pilot, lambda: app.screen.armed)  # a quiet keyboard: now a key is a decision
+        clock.now += ApprovalScreen.QUIET_SECONDS - 0.1  # not quite quiet long enough: "y" is still typing
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalScreen) and not app.screen.armed
+        clock.now += ApprovalScreen.QUIET_SECONDS + 0.01  # a quiet keyboard: now a key is a decision
+        assert app.screen.armed
         await pilot.press("n")
         await wait_until(pilot, lambda: not app.chat.turn_running)
         assert app.query_one(ToolBlock).event.status == "denied"

@@ -62,7 +62,7 @@ def load_config(path: Path | str | None = None) -> Config:
     user named explicitly is an error. Results are cached until a file changes.
     """
     explicit = path is not None
-    config_path = Path(path).expanduser() if explicit else default_config_path()
+    config_path = Path(path).expanduser() if path is not None else default_config_path()
     stamp = _stamp(config_path)
     with _cache_lock:
         cached = _cache.get(config_path)

@@ -230,7 +230,7 @@ def respond(body: dict[str, Any]) -> Reply:
     pace = _pace()
     if model == AGGREGATOR.model:
         delay, piece_delay = AGGREGATOR.delay * pace, AGGREGATOR.piece_delay * pace
-        offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+        offered = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or []}
         results = _tool_results_since_prompt(messages)
         if results:
             return Reply(text=_report_on_tools(results), delay=delay, piece_delay=piece_delay)

@@ -58,6 +58,7 @@ class RecordedRequest:
     finished_at: float | None = None
     disconnected: bool = False
     authorization: bool = False  # whether a bearer token came (never the token itself)
+    usage_sent: dict[str, int] | None = None  # the usage the server reported for this request, if it did
 
     @property
     def model(self) -> str:
@@ -100,6 +101,7 @@ class OpenAICompatibleServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}/v1"
 
     def start(self) -> OpenAICompatibleServer:
@@ -189,7 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
             elif body.get("stream"):
                 self._stream(body, reply, record)
             else:
-                self._send_json(200, self._completion(body, reply))
+                completion = self._completion(body, reply)
+                record.usage_sent = completion["usage"]
+                self._send_json(200, completion)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             record.disconnected = True
         finally:
@@ -309,7 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event(chunk({"tool_calls": [delta]}))
         self._event(chunk({}, finish=self._finish_reason(reply)))
         if (body.get("stream_options") or {}).get("include_usage"):
-            self._event(chunk(None, usage=self._usage(body, reply)))
+            record.usage_sent = self._usage(body, reply)
+            self._event(chunk(None, usage=record.usage_sent))
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
 

@@ -203,6 +203,7 @@ class Turn:
                 return DENIED
         report("running")
         started = clock.monotonic()
+        status: ToolStatus
         try:
             result = tool.run(arguments, self.cancel)
             status = "done"

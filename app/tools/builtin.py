@@ -152,7 +152,7 @@ def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> s
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
             cancel.raise_if_cancelled()
-            file = Path(folder) / name
+            file = Path(str(folder)) / name
             if not fnmatch.fnmatch(name, pattern) or file.is_symlink():
                 continue
             try:
@@ -364,7 +364,7 @@ def _local_address(args: dict[str, Any]) -> str | None:
         addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
     except (OSError, UnicodeError):
         return None  # it will not be fetched either
-    for address in sorted(addresses):
+    for address in sorted(str(a) for a in addresses):
         ip = ipaddress.ip_address(address.split("%")[0])
         if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified:
             return f"{host} is a local or private address ({address}): fetching it reaches this machine or its network"

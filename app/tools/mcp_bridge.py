@@ -127,13 +127,18 @@ class McpServer:
         read_only = bool(getattr(annotations, "read_only_hint", False))
         schema = getattr(listed, "input_schema", None) or {"type": "object", "properties": {}}
         description = (listed.description or listed.name).strip()
+        name: str = listed.name
+
+        def run(arguments: dict[str, Any], cancel: CancelToken) -> str:
+            return self.call_tool(name, arguments, cancel)
+
         return Tool(
             name=tool_name(self.config.name, listed.name),
             description=f"[MCP server {self.config.name}] {description}",
             parameters=schema,
             # Unless the server says a tool only reads, assume it changes something and ask first.
             read_only=read_only,
-            run=lambda arguments, cancel, _name=listed.name: self.call_tool(_name, arguments, cancel),
+            run=run,
             source=self.config.name,
         )
 

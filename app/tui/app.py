@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib.resources import files
-from pathlib import Path
-from typing import ClassVar
+from pathlib import Path, PurePath
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -23,7 +23,7 @@ from .screens.help import HelpScreen
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
 
 
-def stylesheet_paths() -> list[str | Path]:
+def stylesheet_paths() -> list[str | PurePath]:
     folder = files("moa_chat.styles")
     return [Path(str(folder / name)) for name in STYLESHEETS]
 
@@ -32,13 +32,13 @@ class MoAChatApp(App[int]):
     TITLE = "moa-chat"
     CSS_PATH = stylesheet_paths()
     COMMANDS = App.COMMANDS | {PresetCommands}
-    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+    BINDINGS = [
         Binding("f1", "help", "Help", id="help", tooltip="keys and where to find more"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="quit"),
     ]
 
     # Under 120 columns the screen gets -narrow and the sidebar slims down (sidebar.tcss).
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class MoAChatApp(App[int]):
         ids = [b.id for b in declared_bindings(chat) if b.id]
         self.push_screen(HelpScreen(help_rows(chat), ids))
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from self.chat.system_commands()
         keys = key_texts(self.chat)

@@ -15,7 +15,7 @@ class PresetCommands(Provider):
     def _entries(self) -> list[tuple[str, str, object]]:
         app: MoAChatApp = self.app  # type: ignore[assignment]
         chat = app.chat
-        entries = []
+        entries: list[tuple[str, str, object]] = []
         for name in sorted(app.config.presets):
             preset = app.config.presets[name]
             help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"

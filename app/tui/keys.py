@@ -4,12 +4,13 @@ is named (help, palette, welcome)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from textual.binding import Binding
 from textual.screen import Screen
 
 
-def declared_bindings(screen: Screen[object]) -> list[Binding]:
+def declared_bindings(screen: Screen[Any]) -> list[Binding]:
     """Every binding with an id that the app, this screen and its widgets declare, in declaration order."""
     from .widgets.prompt_input import PromptInput
 
@@ -19,7 +20,7 @@ def declared_bindings(screen: Screen[object]) -> list[Binding]:
     return found
 
 
-def key_texts(screen: Screen[object]) -> dict[str, str]:
+def key_texts(screen: Screen[Any]) -> dict[str, str]:
     """Binding id → the keys that trigger it now, as shown to the user ("F2", "Ctrl+J / Shift+Enter")."""
     keys: dict[str, list[str]] = {}
     # What Textual would dispatch now, keymap applied: the screen's chain (focused widget, screen, app).
@@ -56,7 +57,7 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def help_rows(screen: Screen[object]) -> list[tuple[str, str]]:
+def help_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
     """(keys, what they do) for the help screen, in the order a newcomer needs them."""
     from .widgets.prompt_input import PromptInput
 

@@ -10,7 +10,6 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -47,7 +46,7 @@ from .reference_detail import ReferenceDetail
 
 
 class ChatScreen(Screen[None]):
-    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+    BINDINGS = [
         Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
         Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
         Binding(
@@ -155,7 +154,11 @@ class ChatScreen(Screen[None]):
     @work(thread=True, group="mcp", exit_on_error=False)
     def _start_mcp(self) -> None:
         """MCP servers start off the UI thread; until they are up, turns use the built-in tools."""
-        self.session.start_mcp(report=lambda line: self.post_message(CoreEvent(Notice(line, "warning"))))
+
+        def report(line: str) -> None:
+            self.post_message(CoreEvent(Notice(line, "warning")))
+
+        self.session.start_mcp(report=report)
 
     @property
     def sidebar(self) -> ReferenceSidebar:
@@ -214,9 +217,12 @@ class ChatScreen(Screen[None]):
         answer: concurrent.futures.Future[Decision] = concurrent.futures.Future()
         cancel = self._cancel
 
+        def decided(decision: Decision | None) -> None:
+            answer.set_result(decision or "deny")
+
         def show() -> None:
             self._approval_screen = ApprovalScreen(request, clock=self.approval_clock)
-            self.app.push_screen(self._approval_screen, answer.set_result)
+            self.app.push_screen(self._approval_screen, decided)
 
         self.app.call_from_thread(show)
         while True:

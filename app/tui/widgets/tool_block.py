@@ -42,12 +42,12 @@ STYLES = {
 
 
 class ToolHeader(Static, can_focus=True):
-    BINDINGS = [("enter,space", "toggle", "Expand tool")]
+    BINDINGS = [("enter,space", "toggle_block", "Expand tool")]
 
     class Toggled(Message):
         """The user asked to expand or collapse the block this header belongs to."""
 
-    def action_toggle(self) -> None:
+    def action_toggle_block(self) -> None:
         self.post_message(self.Toggled())
 
     def on_click(self) -> None:
