@@ -57,10 +57,6 @@ class MoAChatCompletions:
         return self._engine
 
     @property
-    def fanouts(self) -> list[tuple[ReferenceFinished, ...]]:
-        return self._engine.fanouts if self._engine else []
-
-    @property
     def last_references(self) -> tuple[ReferenceFinished, ...]:
         return self._engine.last_references if self._engine else ()
 

@@ -95,7 +95,7 @@ mcp_servers:
         assert "MCP server 'broken' failed to start" in reports[0] and "command not found" in reports[0]
         registry, _ = tools_for(config, config.preset("wire"), Workspace(tmp_path), hub)
         assert "tiny__add" in registry.names() and not any(n.startswith("broken") for n in registry.names())
-        assert registry.execute("tiny__add", {"a": 1, "b": 1}, CancelToken()) == "2"
+        assert registry.tools["tiny__add"].run({"a": 1, "b": 1}, CancelToken()) == "2"
     finally:
         hub.close()
 

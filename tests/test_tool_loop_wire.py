@@ -323,5 +323,5 @@ def test_fetching_a_local_address_asks_first_and_a_public_one_would_not(wire_con
     assert "local or private address (127.0.0.1)" in asked[0].preview
     assert {"role": "tool", "tool_call_id": "f", "content": "denied by the user"} in result.new_messages
     fetch = registry.get("fetch_url")
-    assert fetch.needs_approval({"url": "http://10.1.2.3/"}) and fetch.needs_approval({"url": "http://[::1]/"})
-    assert not fetch.needs_approval({"url": "http://93.184.215.14/"})  # a public address reads freely
+    assert fetch.approval_reason({"url": "http://10.1.2.3/"}) and fetch.approval_reason({"url": "http://[::1]/"})
+    assert fetch.approval_reason({"url": "http://93.184.215.14/"}) is None  # a public address reads freely

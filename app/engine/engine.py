@@ -42,12 +42,8 @@ class MoAEngine:
         self.cancel = cancel or CancelToken()
         self.observer = observer
         self.iteration = 0  # aggregator rounds so far
-        self.fanouts: list[tuple[ReferenceFinished, ...]] = []  # every fan-out, in order
+        self.last_references: tuple[ReferenceFinished, ...] = ()  # the latest fan-out's answers
         self._guidance: tuple[str | None, tuple[ReferenceFinished, ...]] | None = None
-
-    @property
-    def last_references(self) -> tuple[ReferenceFinished, ...]:
-        return self.fanouts[-1] if self.fanouts else ()
 
     # ------------------------------------------------------------------ references
 
@@ -61,9 +57,8 @@ class MoAEngine:
             observer=self.observer,
             iteration=iteration,
         )
-        results = fanout.run()
-        self.fanouts.append(results)
-        return results
+        self.last_references = fanout.run()
+        return self.last_references
 
     def consult(self, messages: list[dict[str, Any]], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
         """The references' answers for this round, and whether they were reused from earlier in the turn."""

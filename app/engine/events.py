@@ -16,7 +16,6 @@ from ..llm.usage import Usage
 
 Role = Literal["reference", "aggregator"]
 CallStatus = Literal["ok", "failed", "timeout", "cancelled"]
-ReferenceStatus = Literal["queued", "running", "ok", "failed", "timeout", "cancelled"]
 
 
 @dataclass(frozen=True)

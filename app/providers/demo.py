@@ -33,15 +33,14 @@ class _Persona:
     model: str
     delay: float  # seconds before the first token
     piece_delay: float  # seconds between tokens
-    heading: str
 
 
 PERSONAS = (
-    _Persona("simulated-analyst", 0.55, 0.018, "Framing"),
-    _Persona("simulated-skeptic", 0.85, 0.022, "Watch out"),
-    _Persona("simulated-pragmatist", 1.15, 0.016, "Do this"),
+    _Persona("simulated-analyst", 0.55, 0.018),
+    _Persona("simulated-skeptic", 0.85, 0.022),
+    _Persona("simulated-pragmatist", 1.15, 0.016),
 )
-AGGREGATOR = _Persona("simulated-synthesizer", 0.25, 0.028, "")
+AGGREGATOR = _Persona("simulated-synthesizer", 0.25, 0.028)
 MODELS = [p.model for p in (*PERSONAS, AGGREGATOR)]
 
 

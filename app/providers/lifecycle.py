@@ -39,10 +39,6 @@ _running: dict[str, ManagedProvider] = {}
 _lock = threading.Lock()
 
 
-def is_managed(name: str) -> bool:
-    return name in FACTORIES
-
-
 def base_url(name: str) -> str | None:
     factory = FACTORIES.get(name)
     if factory is None:

@@ -38,9 +38,6 @@ class Tool:
         except Exception as exc:  # when in doubt, ask
             return f"could not tell whether this call is safe ({type(exc).__name__}: {exc})"
 
-    def needs_approval(self, arguments: dict[str, Any]) -> bool:
-        return self.approval_reason(arguments) is not None
-
     def schema(self) -> dict[str, Any]:
         return {
             "type": "function",
@@ -77,12 +74,6 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
-
-    def execute(self, name: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        tool = self.tools.get(name)
-        if tool is None:
-            raise ToolError(f"there is no tool named {name!r}")
-        return tool.run(arguments, cancel)
 
 
 def required(arguments: dict[str, Any], key: str, kind: type = str) -> Any:
