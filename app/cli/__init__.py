@@ -1,7 +1,8 @@
-"""The `moa-chat` command: the TUI by default, `ask` for one headless turn, `presets` to list them.
+"""The `moa-chat` command. With no subcommand it opens the TUI; `ask` runs one headless turn; `presets`,
+`sessions` and `export` print what is configured and what was said.
 
-Exit status: 0 success, 1 the turn failed, 2 a usage or configuration error (one line on stderr),
-130 interrupted.
+Exit status: 0 success, 1 the turn failed, 2 a usage, configuration or session-store error (one line on
+stderr), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,43 +12,72 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..config import ConfigError, load_config
+from ..config import Config, ConfigError, Preset, load_config
 from ..providers import choose_start
+from ..session import ChatSession
+from ..store import SessionStore, StoreError
 from .ask import ask
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
+from .sessions import export_session, list_sessions
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common(*, under_a_command: bool) -> argparse.ArgumentParser:
+    """Options that work before and after the subcommand. Under a subcommand they default to "not given",
+    so `moa-chat --preset X ask` keeps the X the top level parsed."""
+    default = argparse.SUPPRESS if under_a_command else None
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
         metavar="PATH",
         type=Path,
+        default=default,
         help="config file to use (default: config.yaml in $MOA_CHAT_HOME or the user config folder)",
     )
-    common.add_argument("--preset", metavar="NAME", help="MoA preset to use (see `moa-chat presets`)")
+    common.add_argument("--preset", metavar="NAME", default=default, help="MoA preset to use (see `moa-chat presets`)")
+    common.add_argument(
+        "--session",
+        metavar="ID",
+        default=default,
+        help="continue a stored session: its id, or the start of one (see `moa-chat sessions`)",
+    )
+    return common
 
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="moa-chat",
-        parents=[common],
-        description="Terminal chat with a Mixture-of-Agents panel: references advise, one aggregator acts.",
+        parents=[_common(under_a_command=False)],
+        description="Terminal chat with a Mixture-of-Agents panel: references advise, one aggregator acts. "
+        "With no COMMAND it opens the chat (the TUI).",
     )
     parser.add_argument("--version", action="version", version=f"moa-chat {__version__}")
+    parser.add_argument("--resume", action="store_true", help="open the chat on the latest stored session")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common(under_a_command=True)
 
-    ask = sub.add_parser("ask", parents=[common], help="run one MoA turn without the TUI and print the reply")
-    ask.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from standard input")
-    ask.add_argument("--json", action="store_true", help="print one JSON object with the reply, references and usage")
-    ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    ask.add_argument(
+    ask_ = sub.add_parser("ask", parents=[common], help="run one MoA turn without the TUI and print the reply")
+    ask_.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from standard input")
+    ask_.add_argument("--json", action="store_true", help="print one JSON object with the reply, references and usage")
+    ask_.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    ask_.add_argument(
         "-y",
         "--yes",
         action="store_true",
         help="allow tools that change something (write_file, run_command, ...); without it they are "
         "denied, since ask never prompts",
     )
+    ask_.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the latest session")
+    ask_.add_argument("--no-save", action="store_true", help="store nothing of this turn")
+
     sub.add_parser("presets", parents=[common], help="list the presets, their models, and the default")
+    sessions = sub.add_parser("sessions", parents=[common], help="list stored sessions, newest first")
+    sessions.add_argument("--json", action="store_true", help="print a JSON array of sessions")
+    sessions.add_argument("--search", metavar="TEXT", help="only sessions whose title or messages match")
+    export = sub.add_parser("export", parents=[common], help="print a stored session as Markdown or JSON")
+    export.add_argument("id", metavar="ID", help="the session's id, or the start of one")
+    export.add_argument("--format", choices=("md", "json"), default="md", help="md (default) or json")
+    export.add_argument("-o", "--output", metavar="FILE", type=Path, help="write to FILE instead of stdout")
     return parser
 
 
@@ -57,12 +87,41 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         if args.command == "presets":
             return list_presets(config, sys.stdout)
+        if args.command == "sessions":
+            return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
+        if args.command == "export":
+            return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
         if args.command == "ask":
             return ask(config, choice.preset, args, notice=choice.notice)
-    except ConfigError as exc:
+        session, notice = _tui_session(config, args, choice.preset, choice.notice)
+    except (ConfigError, StoreError) as exc:
         print(f"moa-chat: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from ..tui.app import run_app
 
-    return run_app(config, choice.preset, notice=choice.notice)
+    return run_app(config, session, notice=notice)
+
+
+def _tui_session(
+    config: Config, args: argparse.Namespace, preset: Preset, notice: str | None
+) -> tuple[ChatSession, str | None]:
+    """The TUI's session: stored unless the store cannot be opened (then it says so and keeps going),
+    continuing --session or --resume (those must work, or moa-chat stops with the reason)."""
+    wanted = args.session or args.resume
+    try:
+        store: SessionStore | None = SessionStore()
+    except StoreError as exc:
+        if wanted:
+            raise
+        store = None
+        notice = "\n".join(filter(None, [notice, f"Conversations are not being saved: {exc}"]))
+    session = ChatSession(config, preset, store=store)
+    if store is not None and wanted:
+        latest = store.latest() if not args.session else None
+        if not args.session and latest is None:
+            raise StoreError("there is no stored session to resume yet")
+        session.open(args.session or (latest.id if latest else ""))
+        if args.preset:
+            session.switch_preset(args.preset)
+    return session, notice

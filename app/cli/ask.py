@@ -12,6 +12,7 @@ from typing import Any
 from ..config import Config, Preset
 from ..engine import CancelToken
 from ..session import ChatSession, Notice, TurnResult
+from ..store import SessionStore, StoreError
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from .progress import Progress
 
@@ -21,7 +22,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not prompt.strip():
         print("moa-chat: error: the prompt is empty", file=sys.stderr)
         return EXIT_USAGE
-    session = ChatSession(config, preset, allow_all=args.yes)  # ask never prompts: --yes or deny
+    session = _session(config, preset, args)
+    preset = session.preset
     error, warning = session.preflight()
     if error:
         print(f"moa-chat: error: {error}", file=sys.stderr)
@@ -52,8 +54,27 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if result.status == "cancelled":
         return EXIT_INTERRUPTED
     if not args.quiet:
-        print(f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens", file=sys.stderr)
+        saved = f" · session {session.id}" if session.id else ""
+        print(f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens{saved}", file=sys.stderr)
     return EXIT_OK
+
+
+def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSession:
+    """A new stored session, the one to continue (-c, --session), or none stored at all (--no-save).
+    An explicit --preset wins over the preset a continued session last used."""
+    wanted = getattr(args, "session", None)
+    if args.no_save and (args.continue_ or wanted):
+        raise StoreError("--no-save cannot continue a stored session: drop one of them")
+    store = None if args.no_save else SessionStore()
+    session = ChatSession(config, preset, allow_all=args.yes, store=store)  # ask never prompts: --yes or deny
+    if store is not None and (args.continue_ or wanted):
+        latest = store.latest()
+        if not wanted and latest is None:
+            raise StoreError("there is no stored session to continue yet")
+        session.open(wanted or (latest.id if latest else ""))
+        if getattr(args, "preset", None):
+            session.switch_preset(args.preset)
+    return session
 
 
 def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -> TurnResult:

@@ -2,7 +2,18 @@
 
 from .chat_session import ChatSession
 from .events import Event, Notice, Observer, ToolCallEvent
+from .history import Exchange
 from .ledger import UsageLedger
 from .turn import Turn, TurnResult
 
-__all__ = ["ChatSession", "Event", "Notice", "Observer", "ToolCallEvent", "Turn", "TurnResult", "UsageLedger"]
+__all__ = [
+    "ChatSession",
+    "Event",
+    "Exchange",
+    "Notice",
+    "Observer",
+    "ToolCallEvent",
+    "Turn",
+    "TurnResult",
+    "UsageLedger",
+]

@@ -1,5 +1,6 @@
 """`ChatSession`: one conversation and everything it owns — its messages, its preset, its tools and MCP
-servers, its approvals, and its usage. `moa-chat ask` and the TUI are thin drivers of one of these.
+servers, its approvals, its usage, and (with a store) its place in the session database. `moa-chat ask`
+and the TUI are thin drivers of one of these.
 
 `send` runs a whole turn and blocks: the TUI calls it on a worker thread, `ask` on its own. Whatever
 goes wrong inside a turn, `send` returns a TurnResult — a failed one, with a reason the user can read —
@@ -8,6 +9,8 @@ so a front end can never be left believing a turn still runs.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +22,12 @@ from ..engine.calls import CallLLM
 from ..engine.events import emit
 from ..llm import call_llm, describe_error
 from ..providers import preflight
+from ..store import SessionStore, StoreError
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from .events import Notice, Observer
+from .history import Exchange, exchanges
 from .ledger import UsageLedger
+from .saving import TurnSaver, saved_messages
 from .turn import Turn, TurnResult
 
 
@@ -35,6 +41,7 @@ class ChatSession:
         ask: Approver | None = None,
         allow_all: bool = False,
         call: CallLLM = call_llm,
+        store: SessionStore | None = None,
     ) -> None:
         self.config = config
         self.preset = preset
@@ -48,6 +55,43 @@ class ChatSession:
             self._mcp_started.set()
         self._warned: set[str] = set()
         self._call = call
+        self.store = store
+        self.id: str | None = None  # the stored session, created with the first turn
+        self.head_id: int | None = None  # the stored message the conversation continues from
+
+    # ------------------------------------------------------------------ the stored conversation
+
+    def open(self, session_id: str) -> None:
+        """Continue a stored session (an id or a prefix of one): its messages become the context."""
+        if self.store is None:
+            raise StoreError("no session store")
+        summary = self.store.session(session_id)
+        self.store.mark_interrupted(summary.id)
+        self.messages, self.head_id = saved_messages(self.store, summary.id)
+        self.id = summary.id
+        self.ledger = UsageLedger(c.record for t in self.store.turns(summary.id) for c in t.calls)
+        if summary.preset in self.config.presets:
+            self.preset = self.config.preset(summary.preset)
+
+    def history(self) -> list[Exchange]:
+        """The stored conversation as prompts and replies (empty for one not stored)."""
+        if self.store is None or self.id is None:
+            return []
+        return exchanges(self.store, self.id)
+
+    def remember_prompt(self, text: str) -> None:
+        """Keep a prompt for ↑ history across restarts."""
+        if self.store is not None:
+            with contextlib.suppress(StoreError, sqlite3.Error):
+                self.store.add_prompt(text)
+
+    def prompt_history(self) -> list[str]:
+        if self.store is None:
+            return []
+        try:
+            return self.store.prompt_history()
+        except (StoreError, sqlite3.Error):
+            return []
 
     # ------------------------------------------------------------------ presets
 
@@ -85,8 +129,11 @@ class ChatSession:
         started = clock.monotonic()
         preset = self.preset
         cancel = cancel or CancelToken()
-        # The user's message joins the conversation before any request goes out.
+        # The user's message joins the conversation (and the store) before any request goes out.
         self.messages.append({"role": "user", "content": text})
+        saver = self._begin_saving(text, preset, observer)
+        if saver is not None:
+            observer = saver
         turn: Turn | None = None
         try:
             tools, warnings = self.tools(preset)
@@ -114,11 +161,29 @@ class ChatSession:
             )
         self.messages.extend(result.new_messages)
         self.ledger.extend(result.ledger.records)
+        if saver is not None:
+            self.head_id = saver.finish(result)
         return result
 
+    def _begin_saving(self, text: str, preset: Preset, observer: Observer | None) -> TurnSaver | None:
+        if self.store is None:
+            return None
+        try:
+            if self.id is None:
+                self.id = self.store.create_session(preset.name, title=text)
+            saver = TurnSaver.begin(self.store, self.id, self.head_id, text, preset, kind="ask", observer=observer)
+        except (StoreError, sqlite3.Error) as exc:
+            emit(observer, Notice(f"This conversation is not being saved: {exc}", "warning"))
+            return None
+        self.head_id = saver.user_id
+        return saver
+
     def new_conversation(self) -> None:
-        """Forget the messages; the preset, tools and approvals given for this session stay."""
-        self.messages.clear()
+        """Start a new conversation; the old one stays in the store. The preset, tools and approvals given
+        for this session stay."""
+        self.messages = []
+        self.ledger = UsageLedger()
+        self.id = self.head_id = None
 
     def close(self) -> None:
         self.mcp.close()

@@ -91,7 +91,7 @@ class MoAChatApp(App[int]):
         yield SystemCommand("Help", f"Keys and where to find more ({keys.get('help', 'F1')})", self.action_help)
 
 
-def run_app(config: Config, preset: Preset, *, notice: str | None = None) -> int:
-    app = MoAChatApp(config, preset, notice=notice)
+def run_app(config: Config, session: ChatSession, *, notice: str | None = None) -> int:
+    app = MoAChatApp(config, session.preset, notice=notice, session=session)
     app.run()
     return app.return_code or 0

@@ -17,6 +17,7 @@ from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from ...config import Preset
@@ -29,11 +30,11 @@ from ...engine import (
     ReferenceQueued,
     ReferenceStarted,
 )
-from ...session import ChatSession, Notice, ToolCallEvent, TurnResult
+from ...session import ChatSession, Exchange, Notice, ToolCallEvent, TurnResult
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
-from ..widgets.chat_log import ChatLog, UserMessage, Welcome
+from ..widgets.chat_log import ChatLog, EarlierMessages, UserMessage, Welcome
 from ..widgets.chat_log import Notice as NoticeWidget
 from ..widgets.header import StatusHeader
 from ..widgets.prompt_input import PromptInput
@@ -43,6 +44,8 @@ from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
+
+HISTORY_BATCH = 20  # stored exchanges mounted at a time
 
 
 class ChatScreen(Screen[None]):
@@ -111,6 +114,8 @@ class ChatScreen(Screen[None]):
         self._sidebar_stale = False
         self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
+        self._history: list[Exchange] = []
+        self._history_start = 0  # exchanges of a stored conversation not mounted yet
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
@@ -143,11 +148,18 @@ class ChatScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         log = self.chat_log
-        await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
+        self._history = self.session.history()
+        if self._history:
+            await self._show_history()
+        else:
+            await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
         if self.notice:
             await log.mount(NoticeWidget(self.notice, "info"))
         await self._announce_preflight(self.preset, in_log=True)
-        self.query_one(PromptInput).focus()
+        prompt = self.query_one(PromptInput)
+        prompt.prompt_history = self.session.prompt_history()
+        prompt.focus()
+        self.watch(log, "scroll_y", self._on_log_scrolled, init=False)
         if self.session.config.mcp_servers:
             self._start_mcp()
 
@@ -179,6 +191,62 @@ class ChatScreen(Screen[None]):
             return True if self._last_reply is not None else None
         return True
 
+    # ------------------------------------------------------------------ a stored conversation
+
+    async def _show_history(self) -> None:
+        """The newest exchanges first: a long session opens at once, the rest on demand."""
+        self._history_start = max(0, len(self._history) - HISTORY_BATCH)
+        log = self.chat_log
+        if self._history_start:
+            marker = EarlierMessages(classes="earlier-messages")
+            await log.mount(marker)
+            marker.show_count(self._history_start)
+        for exchange in self._history[self._history_start :]:
+            await self._mount_exchange(exchange)
+        log.scroll_end(animate=False)
+
+    async def _mount_exchange(self, exchange: Exchange, before: Widget | None = None) -> None:
+        log = self.chat_log
+        if exchange.prompt is not None:
+            await log.mount(UserMessage(exchange.prompt), before=before)
+        if not exchange.reply and exchange.turn is None:
+            return
+        preset = (exchange.turn.preset_json if exchange.turn else {}) or {}
+        aggregator = preset.get("aggregator") or {}
+        label = f"{aggregator.get('provider', '?')}:{aggregator.get('model', '?')}" if aggregator else "?"
+        references = len([r for r in preset.get("reference_models") or [] if r.get("enabled", True)])
+        reply = AssistantReply(exchange.turn.preset if exchange.turn else "", label, references)
+        await log.mount(reply, before=before)
+        await reply.restore(exchange.reply, exchange.turn)
+        if before is None:
+            self._last_reply = reply
+
+    async def on_earlier_messages_requested(self, _event: EarlierMessages.Requested) -> None:
+        await self._show_earlier()
+
+    def _on_log_scrolled(self, scroll_y: float) -> None:
+        if scroll_y <= 0 and self._history_start:
+            self.call_later(self._show_earlier)
+
+    async def _show_earlier(self) -> None:
+        if not self._history_start:
+            return
+        log = self.chat_log
+        marker = log.query_one(EarlierMessages)
+        children = list(log.children)
+        position = children.index(marker) + 1
+        first_shown = children[position] if position < len(children) else None
+        start = max(0, self._history_start - HISTORY_BATCH)
+        for exchange in self._history[start : self._history_start]:
+            await self._mount_exchange(exchange, before=first_shown)
+        self._history_start = start
+        if start:
+            marker.show_count(start)
+        else:
+            await marker.remove()
+        if first_shown is not None:
+            log.scroll_to_widget(first_shown, animate=False, top=True)
+
     # ------------------------------------------------------------------ a turn
 
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
@@ -186,6 +254,7 @@ class ChatScreen(Screen[None]):
             self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
             return
         self.query_one(PromptInput).accept(event.text)
+        self.session.remember_prompt(event.text)
         await self.start_turn(event.text)
 
     async def start_turn(self, text: str) -> None:
@@ -383,14 +452,16 @@ class ChatScreen(Screen[None]):
         await self._clear()
 
     async def _clear(self) -> None:
+        saved = self.session.id is not None
         self.session.new_conversation()
         self._last_reply = None
+        self._history, self._history_start = [], 0
         log = self.chat_log
         await log.remove_children()
         await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
         await self.sidebar.show_preset(self.preset)
         self.refresh_bindings()
-        self.notify("New conversation.")
+        self.notify("New conversation." + (" The last one is saved." if saved else ""))
 
     def system_commands(self) -> Iterable[SystemCommand]:
         """The chat's entries in the command palette, each naming the key that does the same."""

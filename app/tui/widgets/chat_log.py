@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from ...config import Preset
@@ -54,3 +55,26 @@ class Welcome(Static):
     @classmethod
     def for_preset(cls, preset: Preset, keys: dict[str, str] | None = None) -> Welcome:
         return cls(preset.name, len(preset.references), preset.aggregator.label, keys)
+
+
+class EarlierMessages(Static, can_focus=True):
+    """Stands above the oldest exchange shown while earlier ones are still in the store."""
+
+    BINDINGS = [("enter", "show", "Show earlier")]
+
+    class Requested(Message):
+        pass
+
+    def show_count(self, count: int) -> None:
+        noun = "exchange" if count == 1 else "exchanges"
+        self.update(
+            Content.assemble(
+                (f"↑ {count:,} earlier {noun}", "bold"), (" — scroll to the top or press Enter to show them", "italic")
+            )
+        )
+
+    def action_show(self) -> None:
+        self.post_message(self.Requested())
+
+    def on_click(self) -> None:
+        self.post_message(self.Requested())

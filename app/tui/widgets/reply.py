@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -11,6 +12,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from ...session import ToolCallEvent, TurnResult
+from ...store import StoredTurn
 from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -88,21 +90,54 @@ class AssistantReply(Vertical):
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         await self._close_segment()
         self.text = result.text or self.text  # segments joined as the conversation keeps them
+        await self._end(result.status, result.error, result.seconds, tokens)
+
+    async def _end(self, status: str, error: str | None, seconds: float | None, tokens: int) -> None:
         self.finished = True
         self.set_status(None)
-        if result.status == "failed":
+        if status == "failed":
             await self.mount(
-                Static(Content.assemble(("✗ ", "bold"), result.error or "the turn failed"), classes="reply-error")
+                Static(Content.assemble(("✗ ", "bold"), error or "the turn failed"), classes="reply-error")
             )
-        facts = [self.preset_name, self.aggregator, f"{result.seconds:.1f}s"]
+        facts = [self.preset_name, self.aggregator]
+        if seconds is not None:
+            facts.append(f"{seconds:.1f}s")
         if tokens:
             facts.append(f"{tokens:,} tokens")
-        if result.status == "cancelled":
-            facts.insert(0, "cancelled")
-        elif result.status == "failed":
-            facts.insert(0, "failed")
-        await self.mount(Static(Content(" · ".join(facts)), classes=f"reply-meta -{result.status}"))
-        self._mark(result.status)
+        if status in ("cancelled", "failed", "interrupted"):
+            facts.insert(0, status)
+        await self.mount(Static(Content(" · ".join(facts)), classes=f"reply-meta -{status}"))
+        self._mark("failed" if status == "interrupted" else status)
+
+    async def restore(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> None:
+        """Show a stored reply as it ended: its text and tool calls in order, then its footer."""
+        results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
+        texts = []
+        for message in messages:
+            if message.get("role") != "assistant":
+                continue
+            content = str(message.get("content") or "")
+            if content:
+                texts.append(content)
+                await self.mount(Markdown(content, classes="reply-markdown"))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                call_id = str(call.get("id", ""))
+                result = results.get(call_id)
+                event = ToolCallEvent(
+                    call_id,
+                    str(function.get("name", "")),
+                    str(function.get("arguments", "")),
+                    "done" if result is not None else "cancelled",
+                    result,
+                )
+                block = ToolBlock(event)
+                self._tools[call_id] = block
+                await self.mount(block)
+        self.text = "\n\n".join(texts)
+        tokens = sum(c.record.usage.total_tokens for c in turn.calls if c.record.usage) if turn else 0
+        status = turn.status if turn else "ok"
+        await self._end(status, turn.error if turn else None, turn.seconds if turn else None, tokens)
 
     def _mark(self, status: str) -> None:
         # add_class restyles every descendant, and a long reply has hundreds of Markdown blocks (over a

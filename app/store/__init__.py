@@ -1,0 +1,15 @@
+"""The session store: every conversation in one SQLite database, versioned and private."""
+
+from .database import StoreError, default_path
+from .sessions import SessionStore, SessionSummary, StoredCall, StoredMessage, StoredTurn, make_title
+
+__all__ = [
+    "SessionStore",
+    "SessionSummary",
+    "StoreError",
+    "StoredCall",
+    "StoredMessage",
+    "StoredTurn",
+    "default_path",
+    "make_title",
+]

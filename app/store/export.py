@@ -1,0 +1,91 @@
+"""A stored session, exported: Markdown to read (each turn's reference answers folded in <details>), or
+JSON with everything the store holds for it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .sessions import SessionStore, StoredTurn
+
+
+def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:
+    summary = store.session(session_id)
+    return {
+        "session": summary.as_json(),
+        "messages": [
+            {
+                **message.as_chat(),
+                "id": message.id,
+                "parent_id": message.parent_id,
+                "turn_id": message.turn_id,
+                "partial": message.partial,
+            }
+            for message in store.path(summary.id)
+        ],
+        "turns": [_turn_json(turn) for turn in store.turns(summary.id)],
+    }
+
+
+def _turn_json(turn: StoredTurn) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "kind": turn.kind,
+        "user_message_id": turn.user_message_id,
+        "preset": turn.preset_json,
+        "status": turn.status,
+        "error": turn.error,
+        "seconds": turn.seconds,
+        "calls": [{**call.record.as_dict(), "text": call.text} for call in turn.calls],
+    }
+
+
+def as_markdown(store: SessionStore, session_id: str) -> str:
+    summary = store.session(session_id)
+    turns = {turn.user_message_id: turn for turn in store.turns(summary.id)}
+    lines = [
+        f"# {summary.title or 'Untitled session'}",
+        "",
+        f"*moa-chat session `{summary.id}` · preset "
+        f"{summary.preset} · {summary.turns} turns · updated {summary.as_json()['updated']}*",
+        "",
+    ]
+    turn: StoredTurn | None = None
+    for message in store.path(summary.id):
+        if message.role == "user":
+            turn = turns.get(message.id)
+            lines += ["## You", "", message.content, ""]
+            if turn is not None and turn.references:
+                lines += ["<details>", f"<summary>The panel: {len(turn.references)} references</summary>", ""]
+                for call in turn.references:
+                    record = call.record
+                    lines += [f"### {record.label} ({record.status})", ""]
+                    lines += [call.text or f"*No answer: {record.error or record.status}*", ""]
+                lines += ["</details>", ""]
+        elif message.role == "assistant":
+            aggregator = (turn.preset_json.get("aggregator") or {}) if turn else {}
+            who = f"{aggregator.get('provider')}:{aggregator.get('model')}" if aggregator else "assistant"
+            if message.content:
+                lines += [f"## moa-chat ({who})", "", message.content, ""]
+            for tool_call in message.tool_calls or []:
+                function = tool_call.get("function") or {}
+                lines += [f"> tool call `{function.get('name')}` {function.get('arguments', '')}", ""]
+            if message.partial or (turn is not None and not turn.complete):
+                lines += [f"*This reply is incomplete ({turn.status if turn else 'partial'}).*", ""]
+        elif message.role == "tool":
+            lines += [
+                "<details>",
+                "<summary>tool result</summary>",
+                "",
+                "```",
+                message.content,
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,472 @@
+"""`SessionStore`: every conversation, kept in SQLite.
+
+A session's messages form a tree: an edited prompt or a regenerated reply is a sibling of the one it
+replaces, and the session's head names the leaf the conversation continues from. Each MoA turn keeps the
+preset it ran with and one row per model call (references with their full answers, the aggregator's
+rounds), so an old turn stays readable and can be regenerated from its stored references.
+
+Only conversation data is written: no API key, header or environment variable ever reaches the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import Preset
+from ..engine.events import CallRecord
+from ..llm.usage import Usage
+from .database import StoreError, connect, default_path
+
+TITLE_LENGTH = 60
+# A turn still "running" when its session is opened was cut short by a crash or a kill.
+INCOMPLETE = ("running", "interrupted", "cancelled", "failed")
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: str
+    title: str
+    created: float
+    updated: float
+    preset: str
+    turns: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "created": _iso(self.created),
+            "updated": _iso(self.updated),
+            "preset": self.preset,
+            "turns": self.turns,
+        }
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    parent_id: int | None
+    turn_id: int | None
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    partial: bool = False  # text saved while it streamed; the turn never finished it
+
+    def as_chat(self) -> dict[str, Any]:
+        """The message as a model receives it."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        if self.tool_call_id:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+
+@dataclass(frozen=True)
+class StoredCall:
+    record: CallRecord
+    text: str = ""  # a reference's full answer
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    id: int
+    session_id: str
+    user_message_id: int | None
+    kind: str
+    preset: str
+    preset_json: dict[str, Any]
+    status: str
+    error: str | None
+    started: float
+    seconds: float | None
+    calls: tuple[StoredCall, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return self.status not in INCOMPLETE
+
+    @property
+    def references(self) -> tuple[StoredCall, ...]:
+        """The answers of the turn's last fan-out, in preset order."""
+        refs = [c for c in self.calls if c.record.role == "reference"]
+        last = max((c.record.iteration for c in refs), default=0)
+        return tuple(sorted((c for c in refs if c.record.iteration == last), key=lambda c: c.record.index))
+
+
+class SessionStore:
+    def __init__(self, path: Path | None = None) -> None:
+        self.file = path or default_path()
+        self._db = connect(self.file)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._db.execute(sql, args))
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(self, preset: str, title: str = "") -> str:
+        now = time.time()
+        session_id = uuid.uuid4().hex[:12]
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO sessions (id, title, created, updated, preset) VALUES (?, ?, ?, ?, ?)",
+                (session_id, make_title(title), now, now, preset),
+            )
+        return session_id
+
+    def sessions(self, query: str | None = None, limit: int = 500) -> list[SessionSummary]:
+        """Newest first; `query` matches titles and message text (full-text search)."""
+        sql = """
+            SELECT s.id, s.title, s.created, s.updated, s.preset,
+                   (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns
+            FROM sessions s
+        """
+        args: tuple[Any, ...] = ()
+        if query and query.strip():
+            sql += """
+                WHERE s.title LIKE ? ESCAPE '\\'
+                   OR s.id IN (SELECT m.session_id FROM messages m
+                               JOIN messages_fts f ON f.rowid = m.id WHERE messages_fts MATCH ?)
+            """
+            args = (f"%{_like(query.strip())}%", _fts_query(query))
+        sql += " ORDER BY s.updated DESC LIMIT ?"
+        return [_summary(row) for row in self._query(sql, (*args, limit))]
+
+    def session(self, id_or_prefix: str) -> SessionSummary:
+        """A session by id, or by an unambiguous prefix of one (as `git` takes commits)."""
+        rows = self._query(
+            "SELECT s.id, s.title, s.created, s.updated, s.preset, "
+            "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns "
+            "FROM sessions s WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.updated DESC LIMIT 3",
+            (f"{_like(id_or_prefix)}%",),
+        )
+        if not rows:
+            raise StoreError(f"no session {id_or_prefix!r} (list them with `moa-chat sessions`)")
+        exact = [r for r in rows if r["id"] == id_or_prefix]
+        if len(rows) > 1 and not exact:
+            raise StoreError(f"{id_or_prefix!r} matches several sessions; give more of the id")
+        return _summary(exact[0] if exact else rows[0])
+
+    def latest(self) -> SessionSummary | None:
+        found = self.sessions(limit=1)
+        return found[0] if found else None
+
+    def rename(self, session_id: str, title: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (make_title(title), session_id))
+
+    def delete(self, session_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    # ------------------------------------------------------------------ messages
+
+    def add_message(
+        self, session_id: str, message: dict[str, Any], *, parent_id: int | None, turn_id: int | None = None
+    ) -> int:
+        """Append a message under `parent_id` and make it the session's head (committed on return)."""
+        with self.transaction() as db:
+            return self._insert_message(db, session_id, message, parent_id, turn_id)
+
+    def _insert_message(
+        self,
+        db: sqlite3.Connection,
+        session_id: str,
+        message: dict[str, Any],
+        parent_id: int | None,
+        turn_id: int | None,
+        partial: bool = False,
+    ) -> int:
+        now = time.time()
+        cursor = db.execute(
+            "INSERT INTO messages (session_id, parent_id, turn_id, role, content, tool_calls, tool_call_id, partial,"
+            " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                parent_id,
+                turn_id,
+                str(message.get("role", "")),
+                _text(message.get("content")),
+                json.dumps(message["tool_calls"]) if message.get("tool_calls") else None,
+                message.get("tool_call_id"),
+                int(partial),
+                now,
+            ),
+        )
+        message_id = int(cursor.lastrowid or 0)
+        db.execute("UPDATE sessions SET head_id = ?, updated = ? WHERE id = ?", (message_id, now, session_id))
+        return message_id
+
+    def save_partial(self, session_id: str, text: str, *, parent_id: int, turn_id: int, message_id: int | None) -> int:
+        """Save a reply as it streams: the first call adds it (marked partial), later ones update it."""
+        with self.transaction() as db:
+            if message_id is None:
+                return self._insert_message(
+                    db, session_id, {"role": "assistant", "content": text}, parent_id, turn_id, partial=True
+                )
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (text, message_id))
+            return message_id
+
+    def path(self, session_id: str, head_id: int | None = None) -> list[StoredMessage]:
+        """The conversation from the first message to `head_id` (default: the session's head)."""
+        if head_id is None:
+            row = self._query("SELECT head_id FROM sessions WHERE id = ?", (session_id,))
+            head_id = row[0]["head_id"] if row else None
+        if head_id is None:
+            return []
+        rows = self._query(
+            """
+            WITH RECURSIVE chain (id, depth) AS (
+                SELECT ?, 0
+                UNION ALL
+                SELECT m.parent_id, chain.depth + 1 FROM messages m JOIN chain ON m.id = chain.id
+                WHERE m.parent_id IS NOT NULL
+            )
+            SELECT m.* FROM chain JOIN messages m ON m.id = chain.id ORDER BY chain.depth DESC
+            """,
+            (head_id,),
+        )
+        return [_message(row) for row in rows]
+
+    def children(self, message_id: int | None, session_id: str) -> list[StoredMessage]:
+        if message_id is None:
+            rows = self._query(
+                "SELECT * FROM messages WHERE session_id = ? AND parent_id IS NULL ORDER BY id", (session_id,)
+            )
+        else:
+            rows = self._query("SELECT * FROM messages WHERE parent_id = ? ORDER BY id", (message_id,))
+        return [_message(row) for row in rows]
+
+    def set_head(self, session_id: str, message_id: int | None) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (message_id, session_id))
+
+    def latest_leaf(self, message_id: int) -> int:
+        """Follow the newest child down from `message_id` to a leaf (where a branch continues)."""
+        current = message_id
+        while True:
+            rows = self._query("SELECT id FROM messages WHERE parent_id = ? ORDER BY id DESC LIMIT 1", (current,))
+            if not rows:
+                return current
+            current = rows[0]["id"]
+
+    # ------------------------------------------------------------------ turns
+
+    def begin_turn(self, session_id: str, user_message_id: int, preset: Preset, kind: str = "ask") -> int:
+        preset_json = json.dumps(_preset_as_json(preset), sort_keys=True)
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO turns (session_id, user_message_id, kind, preset, preset_json, status, started)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?)",
+                (session_id, user_message_id, kind, preset.name, preset_json, time.time()),
+            )
+            db.execute(
+                "UPDATE sessions SET preset = ?, updated = ? WHERE id = ?", (preset.name, time.time(), session_id)
+            )
+            return int(cursor.lastrowid or 0)
+
+    def finish_turn(
+        self,
+        turn_id: int,
+        *,
+        session_id: str,
+        parent_id: int,
+        status: str,
+        error: str | None,
+        seconds: float,
+        messages: list[dict[str, Any]],
+        calls: list[StoredCall],
+        partial_id: int | None,
+    ) -> int:
+        """Replace the streamed partial with the turn's messages, record its calls; returns the new head."""
+        with self.transaction() as db:
+            if partial_id is not None:
+                db.execute("DELETE FROM messages WHERE id = ?", (partial_id,))
+            head = parent_id
+            for message in messages:
+                head = self._insert_message(db, session_id, message, head, turn_id)
+            db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (head, session_id))
+            db.execute(
+                "UPDATE turns SET status = ?, error = ?, seconds = ? WHERE id = ?", (status, error, seconds, turn_id)
+            )
+            for call in calls:
+                _insert_call(db, turn_id, call)
+            return head
+
+    def mark_interrupted(self, session_id: str) -> None:
+        """Turns left running by a process that died are interrupted, not running."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE turns SET status = 'interrupted' WHERE session_id = ? AND status = 'running'", (session_id,)
+            )
+
+    def turns(self, session_id: str) -> list[StoredTurn]:
+        rows = self._query("SELECT * FROM turns WHERE session_id = ? ORDER BY id", (session_id,))
+        calls: dict[int, list[StoredCall]] = {}
+        for call in self._query(
+            "SELECT c.* FROM calls c JOIN turns t ON t.id = c.turn_id WHERE t.session_id = ? ORDER BY c.id",
+            (session_id,),
+        ):
+            calls.setdefault(call["turn_id"], []).append(_call(call))
+        return [_turn(row, calls.get(row["id"], [])) for row in rows]
+
+    def turn(self, turn_id: int) -> StoredTurn:
+        rows = self._query("SELECT * FROM turns WHERE id = ?", (turn_id,))
+        if not rows:
+            raise StoreError(f"no turn {turn_id}")
+        calls = [_call(c) for c in self._query("SELECT * FROM calls WHERE turn_id = ? ORDER BY id", (turn_id,))]
+        return _turn(rows[0], calls)
+
+    # ------------------------------------------------------------------ prompt history
+
+    def add_prompt(self, text: str) -> None:
+        with self.transaction() as db:
+            last = db.execute("SELECT text FROM prompt_history ORDER BY id DESC LIMIT 1").fetchone()
+            if last is None or last["text"] != text:
+                db.execute("INSERT INTO prompt_history (text, created) VALUES (?, ?)", (text, time.time()))
+
+    def prompt_history(self, limit: int = 1000) -> list[str]:
+        rows = self._query("SELECT text FROM prompt_history ORDER BY id DESC LIMIT ?", (limit,))
+        return [row["text"] for row in reversed(rows)]
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def make_title(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_LENGTH else first[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def _summary(row: sqlite3.Row) -> SessionSummary:
+    return SessionSummary(row["id"], row["title"], row["created"], row["updated"], row["preset"], row["turns"])
+
+
+def _message(row: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        parent_id=row["parent_id"],
+        turn_id=row["turn_id"],
+        role=row["role"],
+        content=row["content"],
+        tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
+        tool_call_id=row["tool_call_id"],
+        partial=bool(row["partial"]),
+    )
+
+
+def _turn(row: sqlite3.Row, calls: list[StoredCall]) -> StoredTurn:
+    return StoredTurn(
+        id=row["id"],
+        session_id=row["session_id"],
+        user_message_id=row["user_message_id"],
+        kind=row["kind"],
+        preset=row["preset"],
+        preset_json=json.loads(row["preset_json"]),
+        status=row["status"],
+        error=row["error"],
+        started=row["started"],
+        seconds=row["seconds"],
+        calls=tuple(calls),
+    )
+
+
+def _call(row: sqlite3.Row) -> StoredCall:
+    usage = None
+    if row["total_tokens"] is not None:
+        usage = Usage(row["prompt_tokens"] or 0, row["completion_tokens"] or 0, row["total_tokens"])
+    record = CallRecord(
+        role=row["role"],
+        label=row["label"],
+        index=row["idx"],
+        iteration=row["iteration"],
+        status=row["status"],
+        usage=usage,
+        seconds=row["seconds"],
+        first_token_seconds=row["first_token_seconds"],
+        finish_reason=row["finish_reason"],
+        error=row["error"],
+        layer=row["layer"],
+    )
+    return StoredCall(record, row["text"])
+
+
+def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None:
+    record, usage = call.record, call.record.usage
+    db.execute(
+        "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn_id,
+            record.role,
+            record.label,
+            record.index,
+            record.layer,
+            record.iteration,
+            record.status,
+            call.text,
+            record.error,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+            usage.total_tokens if usage else None,
+            record.seconds,
+            record.first_token_seconds,
+            record.finish_reason,
+        ),
+    )
+
+
+def _preset_as_json(preset: Preset) -> dict[str, Any]:
+    """The preset as it was for this turn: models and settings (never keys: a preset holds none)."""
+    return dataclasses.asdict(preset)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return json.dumps(content)
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _fts_query(text: str) -> str:
+    """Each word as a quoted prefix term: user text never reads as FTS5 syntax."""
+    words = [w.replace('"', '""') for w in text.split()]
+    return " ".join(f'"{w}"*' for w in words) or '""'
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -1,0 +1,148 @@
+"""Sessions as a user meets them: every turn is stored, and can be listed, continued, exported and resumed;
+a kill mid-stream loses at most the last second; no key ever reaches the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from moa_chat.providers.loopback_server import Reply
+from moa_chat.store import SessionStore
+from test_cli import run
+
+FAKE_KEY = "sk-moa-test-4f1d9a7c2b8e6d5a3f0e1c9b7a6d5e4f"
+
+
+def test_ask_stores_its_turn_and_sessions_lists_it(home, wire_config):
+    wire_config()
+    result = run("ask", "What is a CRDT?")
+    assert result.returncode == 0, result.stderr
+    listed = run("sessions", "--json")
+    (session,) = json.loads(listed.stdout)
+    assert {"id", "title", "updated", "preset", "turns"} <= set(session)
+    assert session["title"] == "What is a CRDT?" and session["preset"] == "wire" and session["turns"] == 1
+    assert f"session {session['id']}" in result.stderr
+    text = run("sessions").stdout
+    assert session["id"] in text and "What is a CRDT?" in text
+
+
+def test_continue_sends_the_whole_conversation(home, wire_config, llm_server):
+    wire_config()
+    llm_server.script("agg", [Reply(text="Alice is 30."), Reply(text="You asked about Alice.")])
+    assert run("ask", "Remember: Alice is 30.").returncode == 0
+    second = run("ask", "-c", "What did I ask about?")
+    assert second.returncode == 0, second.stderr
+    sent = llm_server.requests_for("agg")[-1].messages
+    assert [m["content"] for m in sent[:3]] == ["Remember: Alice is 30.", "Alice is 30.", "What did I ask about?"]
+    (session,) = json.loads(run("sessions", "--json").stdout)
+    assert session["turns"] == 2
+    # --session by a prefix of the id, and global options before the subcommand.
+    third = run("--session", session["id"][:6], "ask", "And then?")
+    assert third.returncode == 0, third.stderr
+    assert len(llm_server.requests_for("agg")[-1].messages) == 6  # 5 before + guidance
+    assert json.loads(run("sessions", "--json").stdout)[0]["turns"] == 3
+
+
+def test_global_options_work_before_and_after_the_subcommand(home, wire_config):
+    wire_config()
+    before = run("--preset", "demo", "ask", "hi", "--no-save")
+    after = run("ask", "hi", "--preset", "demo", "--no-save")
+    assert before.returncode == after.returncode == 0
+    assert "preset demo" in before.stderr and "preset demo" in after.stderr
+    assert json.loads(run("sessions", "--json").stdout) == []  # --no-save stored nothing
+    missing = run("--config", str(home / "nope.yaml"), "presets")
+    assert missing.returncode == 2 and "nope.yaml" in missing.stderr
+
+
+def test_export_markdown_and_json(home, wire_config, tmp_path):
+    wire_config()
+    assert run("ask", "Explain CRDTs").returncode == 0
+    (session,) = json.loads(run("sessions", "--json").stdout)
+    markdown = run("export", session["id"]).stdout
+    assert markdown.startswith("# Explain CRDTs")
+    assert "## You\n\nExplain CRDTs" in markdown and "ok from agg" in markdown
+    assert "<details>" in markdown and "### wire:ref-a (ok)" in markdown and "ok from ref-b" in markdown
+    out = tmp_path / "session.json"
+    assert run("export", session["id"], "--format", "json", "-o", str(out)).returncode == 0
+    data = json.loads(out.read_text())
+    assert data["session"]["id"] == session["id"]
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    (turn,) = data["turns"]
+    assert turn["status"] == "ok" and turn["preset"]["name"] == "wire"
+    roles = sorted(c["role"] for c in turn["calls"])
+    assert roles == ["aggregator", "reference", "reference", "reference"]
+    assert {c["text"] for c in turn["calls"] if c["role"] == "reference"} == {
+        "ok from ref-a",
+        "ok from ref-b",
+        "ok from ref-c",
+    }
+    unknown = run("export", "ffffffff")
+    assert unknown.returncode == 2 and "no session 'ffffffff'" in unknown.stderr
+
+
+def test_a_kill_mid_stream_keeps_the_prompt_and_the_partial_reply(home, wire_config, llm_server):
+    wire_config()
+    words = " ".join(f"word{n}" for n in range(400))
+    llm_server.script("agg", Reply(text=words, piece_delay=0.01))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "ask", "Tell me a long story"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert process.stdout is not None
+    received = b""
+    while received.count(b"word") < 200:  # about two seconds of streamed text
+        chunk = os.read(process.stdout.fileno(), 4096)
+        assert chunk, "the reply stopped before the kill"
+        received += chunk
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    path = home / "sessions.db"
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store = SessionStore(path)
+    (session,) = store.sessions()
+    messages = store.path(session.id)
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[0].content == "Tell me a long story"
+    partial = messages[1]
+    assert partial.partial and partial.content.startswith("word0 word1")
+    assert partial.content.count("word") >= 50  # saved while streaming: at most the last second is missing
+    assert words.startswith(partial.content)
+    (turn,) = store.turns(session.id)
+    assert turn.status == "running" and not turn.complete  # nobody finished it
+    # Continuing it: the turn is marked interrupted, and the partial reply is part of the context.
+    resumed = run("ask", "-c", "go on")
+    assert resumed.returncode == 0, resumed.stderr
+    assert store.turns(session.id)[0].status == "interrupted"
+    sent = llm_server.requests_for("agg")[-1].messages
+    assert sent[1]["role"] == "assistant" and sent[1]["content"].startswith("word0")
+
+
+def test_no_key_reaches_the_database_or_an_export(home, llm_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("WIRE_API_KEY", FAKE_KEY)
+    from conftest import WIRE_CONFIG, write_config
+
+    config = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
+        "    max_retries: 0", "    max_retries: 0\n    api_key_env: WIRE_API_KEY"
+    )
+    write_config(home, config)
+    assert run("ask", "a turn that works").returncode == 0
+    llm_server.script("agg", Reply(status=401, error="invalid key"))
+    assert run("ask", "-c", "a turn that fails").returncode == 1
+    llm_server.script("agg", Reply(status=200, text="fine again"))
+    (session,) = json.loads(run("sessions", "--json").stdout)
+    exported = run("export", session["id"], "--format", "json").stdout + run("export", session["id"]).stdout
+    assert llm_server.requests and all(r.authorization for r in llm_server.requests)  # the key was used
+    time.sleep(0.1)
+    files = [p for p in home.rglob("*") if p.is_file()]
+    assert any(p.name == "sessions.db" for p in files)
+    for path in files:
+        assert FAKE_KEY.encode() not in path.read_bytes(), path
+    assert FAKE_KEY not in exported
