@@ -132,9 +132,9 @@ class SessionStore:
 
     # ------------------------------------------------------------------ sessions
 
-    def create_session(self, preset: str, title: str = "") -> str:
+    def create_session(self, preset: str, title: str = "", *, session_id: str | None = None) -> str:
         now = time.time()
-        session_id = uuid.uuid4().hex[:12]
+        session_id = session_id or uuid.uuid4().hex[:12]
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, title, created, updated, preset) VALUES (?, ?, ?, ?, ?)",

@@ -44,6 +44,7 @@ from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
+from .sessions import SessionsScreen
 
 HISTORY_BATCH = 20  # stored exchanges mounted at a time
 
@@ -99,6 +100,14 @@ class ChatScreen(Screen[None]):
             tooltip="copy the last code block",
         ),
         Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation", tooltip="new conversation"),
+        Binding(
+            "ctrl+o",
+            "sessions",
+            "Sessions",
+            id="sessions",
+            show=False,
+            tooltip="stored sessions: search, open, rename, delete",
+        ),
     ]
 
     turn_running: reactive[bool] = reactive(False, init=False)
@@ -116,6 +125,7 @@ class ChatScreen(Screen[None]):
         self._clear_after_turn = False
         self._history: list[Exchange] = []
         self._history_start = 0  # exchanges of a stored conversation not mounted yet
+        self._loading_history = False
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
@@ -221,16 +231,48 @@ class ChatScreen(Screen[None]):
         if before is None:
             self._last_reply = reply
 
+    def action_sessions(self) -> None:
+        store = self.session.store
+        if store is None:
+            self.notify(
+                "Conversations are not being saved in this run, so there is nothing to open.", severity="warning"
+            )
+            return
+
+        def chosen(session_id: str | None) -> None:
+            if session_id and session_id != self.session.id:
+                self.call_later(self.open_session, session_id)
+
+        self.app.push_screen(SessionsScreen(store, current=self.session.id), chosen)
+
+    async def open_session(self, session_id: str) -> None:
+        """Continue a stored session here: its history replaces the log, its preset becomes current."""
+        if self.turn_running:
+            self.notify("A turn is running — wait for it, or press Esc, then open the session.", severity="warning")
+            return
+        self.session.open(session_id)
+        self._last_reply = None
+        await self.chat_log.remove_children()
+        self._history = self.session.history()
+        await self._show_history()
+        self.query_one(StatusHeader).show(self.preset, tokens=self.session.ledger.usage().total_tokens)
+        await self.sidebar.show_preset(self.preset)
+        self.refresh_bindings()
+        self.query_one(PromptInput).focus()
+
     async def on_earlier_messages_requested(self, _event: EarlierMessages.Requested) -> None:
         await self._show_earlier()
 
     def _on_log_scrolled(self, scroll_y: float) -> None:
-        if scroll_y <= 0 and self._history_start:
+        if scroll_y <= 0 and self._history_start and not self._loading_history:
             self.call_later(self._show_earlier)
 
     async def _show_earlier(self) -> None:
-        if not self._history_start:
+        if not self._history_start or self._loading_history:
             return
+        # Mounting above the view moves it; until the view is back on what the user was reading,
+        # scroll events are ours, not the user's asking for more.
+        self._loading_history = True
         log = self.chat_log
         marker = log.query_one(EarlierMessages)
         children = list(log.children)
@@ -246,6 +288,11 @@ class ChatScreen(Screen[None]):
             await marker.remove()
         if first_shown is not None:
             log.scroll_to_widget(first_shown, animate=False, top=True)
+
+        def loaded() -> None:
+            self._loading_history = False
+
+        self.call_after_refresh(loaded)
 
     # ------------------------------------------------------------------ a turn
 
@@ -494,6 +541,10 @@ class ChatScreen(Screen[None]):
                 "Copy code block",
                 f"Copy the last code block of the last reply{key('copy_code')}",
                 self.action_copy_code,
+            )
+        if self.session.store is not None:
+            yield SystemCommand(
+                "Sessions", f"Search, open, rename or delete stored sessions{key('sessions')}", self.action_sessions
             )
         yield SystemCommand(
             "New conversation",
