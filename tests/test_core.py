@@ -125,15 +125,15 @@ async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, ll
 async def test_help_and_palette_name_a_remapped_key(home):
     from conftest import write_config
 
-    write_config(home, "keymap:\n  next_preset: f8\n  help: f10\n")
+    write_config(home, "keymap:\n  next_preset: f11\n  help: f12\n")
     app = make_app(load_config(), "demo")
     async with app.run_test(size=(110, 40)) as pilot:
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
-        assert commands["Next preset"].endswith("(F8)") and commands["Help"].endswith("(F10)")
-        await pilot.press("f10")
+        assert commands["Next preset"].endswith("(F11)") and commands["Help"].endswith("(F12)")
+        await pilot.press("f12")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = app.screen.markdown()
-        assert "| **F8** | next preset |" in text and "| **F10** | keys and where to find more |" in text
+        assert "| **F11** | next preset |" in text and "| **F12** | keys and where to find more |" in text
         assert "**F3**" not in text
         welcome = str(app.chat.query_one(".welcome").render())
-        assert "F10 help" in welcome
+        assert "F12 help" in welcome

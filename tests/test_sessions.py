@@ -146,3 +146,72 @@ def test_no_key_reaches_the_database_or_an_export(home, llm_server, tmp_path, mo
     for path in files:
         assert FAKE_KEY.encode() not in path.read_bytes(), path
     assert FAKE_KEY not in exported
+
+
+def stored_session(home, config):
+    from moa_chat.session import ChatSession
+
+    return ChatSession(config, config.preset("wire"), store=SessionStore(home / "sessions.db"))
+
+
+def test_regenerate_asks_only_the_aggregator_and_keeps_both_versions(home, wire_config, llm_server):
+    config = wire_config()
+    llm_server.script("agg", [Reply(text="first answer"), Reply(text="second answer")])
+    session = stored_session(home, config)
+    assert session.send("the question").status == "ok"
+    references_before = [r for r in llm_server.requests if r.model.startswith("ref-")]
+    result = session.rerun(aggregator_only=True)
+    assert result.status == "ok" and result.text == "second answer"
+    assert [r for r in llm_server.requests if r.model.startswith("ref-")] == references_before  # none asked again
+    guidance = llm_server.requests_for("agg")[-1].messages[-1]["content"]
+    assert "ok from ref-a" in guidance and "ok from ref-c" in guidance  # the stored answers were used
+    assert [m["content"] for m in session.messages] == ["the question", "second answer"]
+    assert session.versions() == (2, 2)
+    assert result.usage.total_tokens == llm_server.requests_for("agg")[-1].usage_sent["total_tokens"]
+    session.switch_version(-1)
+    assert session.versions() == (1, 2)
+    assert [m["content"] for m in session.messages] == ["the question", "first answer"]
+    turns = session.store.turns(session.id)
+    assert [t.kind for t in turns] == ["ask", "regenerate"]
+    assert {c.text for c in turns[1].references} == {"ok from ref-a", "ok from ref-b", "ok from ref-c"}
+
+
+def test_reask_runs_the_whole_turn_again(home, wire_config, llm_server):
+    config = wire_config()
+    llm_server.script("agg", [Reply(status=500, error="flaky"), Reply(text="it worked")])
+    session = stored_session(home, config)
+    assert session.send("try this").status == "failed"
+    result = session.rerun(aggregator_only=False)
+    assert result.status == "ok" and result.text == "it worked"
+    assert len(llm_server.requests_for("ref-a")) == 2
+    assert [m["content"] for m in session.messages] == ["try this", "it worked"]
+    assert session.versions() == (1, 1)  # the failed attempt wrote no reply to keep as a version
+    assert [t.status for t in session.store.turns(session.id)] == ["failed", "ok"]
+
+
+def test_edit_creates_a_branch_and_keeps_the_old_one(home, wire_config, llm_server):
+    config = wire_config()
+    llm_server.script("agg", [Reply(text="about cats"), Reply(text="about dogs"), Reply(text="dogs again")])
+    session = stored_session(home, config)
+    session.send("tell me about cats")
+    session.send("more")
+    session.switch_version(0)
+    before = [m["content"] for m in session.messages]
+    assert before == ["tell me about cats", "about cats", "more", "about dogs"]
+    result = session.edit("more about dogs")
+    assert result.text == "dogs again"
+    assert [m["content"] for m in session.messages] == [
+        "tell me about cats",
+        "about cats",
+        "more about dogs",
+        "dogs again",
+    ]
+    # The model saw the edited prompt in place of the old one.
+    sent = [m["content"] for m in llm_server.requests_for("agg")[-1].messages if m["role"] == "user"]
+    assert sent[:2] == ["tell me about cats", "more about dogs"]
+    assert session.versions() == (2, 2)
+    session.switch_version(-1)
+    assert [m["content"] for m in session.messages] == before  # the old branch is intact
+    store = session.store
+    prompts = [m for m in store.children(store.path(session.id)[1].id, session.id)]
+    assert [m.content for m in prompts] == ["more", "more about dogs"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from moa_chat.providers.loopback_server import Reply
 from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.app import MoAChatApp
@@ -185,3 +186,61 @@ def test_snapshot_sessions_screen(snap_compare, home, wire_config, frozen_clock,
     finally:
         monkeypatch.delenv("TZ")
         time_module.tzset()
+
+
+async def test_regenerate_edit_and_versions_in_the_chat(home, wire_config, llm_server):
+    from moa_chat.tui.screens.panel import PanelAnswers
+
+    config = wire_config()
+    llm_server.script("agg", [Reply(text="answer one"), Reply(text="answer two"), Reply(text="about dogs")])
+    store = SessionStore(home / "sessions.db")
+    app = stored_app(config, store)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await run_turn(pilot, "tell me about cats")
+        references = len([r for r in llm_server.requests if r.model.startswith("ref-")])
+        await pilot.press("ctrl+g")  # regenerate: the aggregator only
+        await wait_until(pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished)
+        assert len([r for r in llm_server.requests if r.model.startswith("ref-")]) == references
+        replies = list(app.query(AssistantReply))
+        assert [r.text for r in replies] == ["answer two"]  # the old version is off screen, kept in the store
+        assert "version 2/2" in str(replies[0].query_one(".reply-meta").render())
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: app.query(AssistantReply).last().text == "answer one")
+        assert "version 1/2" in str(app.query_one(".reply-meta").render())
+        await pilot.press("f7")  # what the panel said for this reply
+        await wait_until(pilot, lambda: isinstance(app.screen, PanelAnswers))
+        assert "ok from ref-b" in app.screen.query_one("#panel-markdown").source
+        await pilot.press("escape")
+        await pilot.press("f8")
+        assert app.query_one(PromptInput).text == "tell me about cats"
+        app.query_one(PromptInput).load_text("tell me about dogs")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().text == "about dogs"
+        )
+        assert [m.text for m in app.query(UserMessage)] == ["tell me about dogs"]
+        assert "version 3/3" in str(app.query_one(".reply-meta").render())
+    prompts = [m.content for m in store.children(None, store.latest().id)]
+    assert prompts == ["tell me about cats", "tell me about dogs"]
+
+
+def test_snapshot_a_reply_with_versions(snap_compare, home, wire_config, llm_server, frozen_clock):
+    from tui_helpers import settle
+
+    config = wire_config()
+    llm_server.script(
+        "agg",
+        [
+            Reply(text="Use a **TTL** cache: store each response with the time it expires."),
+            Reply(text="Cache by **ETag**: keep the response, and revalidate it with `If-None-Match`."),
+        ],
+    )
+    app = stored_app(config, SessionStore(home / "sessions.db"))
+
+    async def run_before(pilot):
+        await run_turn(pilot, "How do I cache API responses in a CLI?")
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: not app.chat.turn_running and "ETag" in app.query(AssistantReply).last().text)
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)

@@ -8,6 +8,7 @@ under `fanout: user_turn`, the one already run for this user turn. Every model c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..config import Config, Preset
@@ -20,6 +21,7 @@ from .events import (
     CallRecord,
     EngineObserver,
     ReferenceFinished,
+    ReferenceQueued,
     ReplyDelta,
     emit,
 )
@@ -36,8 +38,11 @@ class MoAEngine:
         call: CallLLM = call_llm,
         cancel: CancelToken | None = None,
         observer: EngineObserver | None = None,
+        references: tuple[ReferenceFinished, ...] | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        # Answers given (a regeneration's stored ones) serve every round: no reference is asked.
+        self._given = references
         self.call = call
         self.cancel = cancel or CancelToken()
         self.observer = observer
@@ -62,6 +67,11 @@ class MoAEngine:
 
     def consult(self, messages: list[dict[str, Any]], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
         """The references' answers for this round, and whether they were reused from earlier in the turn."""
+        if self._given is not None:
+            first = not self.last_references
+            if first:
+                self.last_references = self._replay(self._given, iteration)
+            return self.last_references, not first
         reuse = self.preset.fanout == "user_turn"
         # Serialising the conversation is only worth it when the guidance may be reused.
         key = turn_key(messages) if reuse else None
@@ -70,6 +80,17 @@ class MoAEngine:
         results = self.run_references(messages, iteration=iteration)
         self._guidance = (key, results)
         return results, False
+
+    def _replay(self, given: tuple[ReferenceFinished, ...], iteration: int) -> tuple[ReferenceFinished, ...]:
+        """Report given answers as this turn's: the same text and status, but no usage, since no tokens
+        were spent on them now."""
+        replayed = tuple(
+            ReferenceFinished(dataclasses.replace(r.record, usage=None, iteration=iteration), r.text) for r in given
+        )
+        for result in replayed:
+            emit(self.observer, ReferenceQueued(result.index, result.label))
+            emit(self.observer, result)
+        return replayed
 
     # ------------------------------------------------------------------ the aggregator
 

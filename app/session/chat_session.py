@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, Preset
-from ..engine import CancelToken, clock
+from ..engine import CancelToken, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.events import emit
 from ..llm import call_llm, describe_error
 from ..providers import preflight
-from ..store import SessionStore, StoreError
+from ..store import SessionStore, StoredMessage, StoreError
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from .events import Notice, Observer
 from .history import Exchange, exchanges
@@ -126,12 +126,84 @@ class ChatSession:
 
     def send(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Run one turn for the user's `text` on the current preset. Blocks; never raises."""
+        self.messages.append({"role": "user", "content": text})
+        return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id)
+
+    def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
+        """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
+        another version of this exchange."""
+        last = self._last_prompt()
+        self.messages = [*self.messages[: self._last_user_index()], {"role": "user", "content": text}]
+        return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
+
+    def rerun(
+        self, *, aggregator_only: bool, observer: Observer | None = None, cancel: CancelToken | None = None
+    ) -> TurnResult:
+        """Answer the last prompt again: the whole turn (re-ask, or retry after a failure), or only the
+        aggregator on the stored reference answers (regenerate: no reference is asked again). The earlier
+        reply stays, as another version."""
+        last = self._last_prompt()
+        references = None
+        if aggregator_only:
+            assert self.store is not None and self.id is not None
+            asked = [t for t in self.store.turns(self.id) if t.user_message_id == last.id and t.references]
+            if not asked:
+                raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
+            references = tuple(ReferenceFinished(c.record, c.text) for c in asked[-1].references)
+        self.messages = self.messages[: self._last_user_index() + 1]
+        kind = "regenerate" if aggregator_only else "reask"
+        return self._turn(kind, observer, cancel, user_id=last.id, references=references)
+
+    def versions(self) -> tuple[int, int]:
+        """(which, how many) versions the last exchange has; (1, 1) when it has only one."""
+        if self.store is None or self.id is None or not self._has_prompt():
+            return 1, 1
+        starts = self.store.alternatives(self.id, self._last_prompt().id)
+        path = {m.id for m in self.store.path(self.id, self.head_id)}
+        current = next((n for n, start in enumerate(starts) if start in path), len(starts) - 1)
+        return current + 1, max(1, len(starts))
+
+    def switch_version(self, step: int) -> tuple[int, int]:
+        """Show another version of the last exchange (its newest continuation); returns versions()."""
+        which, count = self.versions()
+        target = which - 1 + step
+        if self.store is None or self.id is None or not 0 <= target < count:
+            return which, count
+        starts = self.store.alternatives(self.id, self._last_prompt().id)
+        self.store.set_head(self.id, self.store.latest_leaf(starts[target]))
+        self.messages, self.head_id = saved_messages(self.store, self.id)
+        return self.versions()
+
+    def _has_prompt(self) -> bool:
+        return any(m.get("role") == "user" for m in self.messages)
+
+    def _last_user_index(self) -> int:
+        return max(n for n, m in enumerate(self.messages) if m.get("role") == "user")
+
+    def _last_prompt(self) -> StoredMessage:
+        if self.store is None or self.id is None:
+            raise StoreError("editing and answering again need the session store (this conversation is not saved)")
+        prompts = [m for m in self.store.path(self.id, self.head_id) if m.role == "user"]
+        if not prompts:
+            raise StoreError("there is no prompt to answer again yet")
+        return prompts[-1]
+
+    def _turn(
+        self,
+        kind: str,
+        observer: Observer | None,
+        cancel: CancelToken | None,
+        *,
+        prompt: str | None = None,
+        parent_id: int | None = None,
+        user_id: int | None = None,
+        references: tuple[ReferenceFinished, ...] | None = None,
+    ) -> TurnResult:
         started = clock.monotonic()
         preset = self.preset
         cancel = cancel or CancelToken()
-        # The user's message joins the conversation (and the store) before any request goes out.
-        self.messages.append({"role": "user", "content": text})
-        saver = self._begin_saving(text, preset, observer)
+        # The user's message joins the store before any request goes out.
+        saver = self._begin_saving(kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id)
         if saver is not None:
             observer = saver
         turn: Turn | None = None
@@ -147,6 +219,7 @@ class ChatSession:
                 tools=tools,
                 approver=self.approval,
                 call=self._call,
+                references=references,
             )
             result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
@@ -165,13 +238,31 @@ class ChatSession:
             self.head_id = saver.finish(result)
         return result
 
-    def _begin_saving(self, text: str, preset: Preset, observer: Observer | None) -> TurnSaver | None:
+    def _begin_saving(
+        self,
+        kind: str,
+        preset: Preset,
+        observer: Observer | None,
+        *,
+        prompt: str | None,
+        parent_id: int | None,
+        user_id: int | None,
+    ) -> TurnSaver | None:
         if self.store is None:
             return None
         try:
             if self.id is None:
-                self.id = self.store.create_session(preset.name, title=text)
-            saver = TurnSaver.begin(self.store, self.id, self.head_id, text, preset, kind="ask", observer=observer)
+                self.id = self.store.create_session(preset.name, title=prompt or "")
+            saver = TurnSaver.begin(
+                self.store,
+                self.id,
+                preset,
+                kind=kind,
+                observer=observer,
+                prompt=prompt,
+                parent_id=parent_id,
+                user_id=user_id,
+            )
         except (StoreError, sqlite3.Error) as exc:
             emit(observer, Notice(f"This conversation is not being saved: {exc}", "warning"))
             return None

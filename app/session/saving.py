@@ -41,14 +41,17 @@ class TurnSaver:
         cls,
         store: SessionStore,
         session_id: str,
-        parent_id: int | None,
-        text: str,
         preset: Preset,
         *,
         kind: str,
         observer: Observer | None,
+        prompt: str | None,
+        parent_id: int | None,
+        user_id: int | None,
     ) -> TurnSaver:
-        user_id = store.add_message(session_id, {"role": "user", "content": text}, parent_id=parent_id)
+        """A new prompt under `parent_id`, or (user_id) a stored one answered again."""
+        if user_id is None:
+            user_id = store.add_message(session_id, {"role": "user", "content": prompt or ""}, parent_id=parent_id)
         turn_id = store.begin_turn(session_id, user_id, preset, kind=kind)
         return cls(store, session_id, user_id, turn_id, observer)
 

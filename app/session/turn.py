@@ -54,8 +54,10 @@ class Turn:
         approver: Approver | None = None,
         max_iterations: int | None = None,
         call: CallLLM = call_llm,
+        references: tuple[ReferenceFinished, ...] | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        self.references = references  # stored answers to use instead of asking the references
         self.observer = observer
         self.cancel = cancel or CancelToken()
         self.tools = tools
@@ -71,7 +73,14 @@ class Turn:
 
     def run(self, messages: list[dict[str, Any]]) -> TurnResult:
         started = clock.monotonic()
-        engine = MoAEngine(self.config, self.preset, call=self._call, cancel=self.cancel, observer=self._observe)
+        engine = MoAEngine(
+            self.config,
+            self.preset,
+            call=self._call,
+            cancel=self.cancel,
+            observer=self._observe,
+            references=self.references,
+        )
         conversation = list(messages)
         added: list[dict[str, Any]] = []
         texts: list[str] = []

@@ -265,6 +265,22 @@ class SessionStore:
             rows = self._query("SELECT * FROM messages WHERE parent_id = ? ORDER BY id", (message_id,))
         return [_message(row) for row in rows]
 
+    def alternatives(self, session_id: str, user_message_id: int) -> list[int]:
+        """Every version of the exchange `user_message_id` belongs to: for each prompt written at that point
+        (the original and its edits), each reply to it (the original, regenerations, re-asks); a prompt
+        with no reply counts once. Oldest first, as the ids of the reply (or prompt) each version starts at."""
+        rows = self._query(
+            """
+            SELECT COALESCE(r.id, u.id) AS start FROM messages u
+            LEFT JOIN messages r ON r.parent_id = u.id
+            WHERE u.session_id = ? AND u.role = 'user'
+              AND u.parent_id IS (SELECT parent_id FROM messages WHERE id = ?)
+            ORDER BY start
+            """,
+            (session_id, user_message_id),
+        )
+        return [row["start"] for row in rows]
+
     def set_head(self, session_id: str, message_id: int | None) -> None:
         with self.transaction() as db:
             db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (message_id, session_id))

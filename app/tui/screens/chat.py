@@ -30,7 +30,7 @@ from ...engine import (
     ReferenceQueued,
     ReferenceStarted,
 )
-from ...session import ChatSession, Exchange, Notice, ToolCallEvent, TurnResult
+from ...session import ChatSession, Exchange, Notice, Observer, ToolCallEvent, TurnResult
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
@@ -42,6 +42,7 @@ from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
+from .panel import PanelAnswers
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
@@ -101,6 +102,57 @@ class ChatScreen(Screen[None]):
         ),
         Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation", tooltip="new conversation"),
         Binding(
+            "ctrl+r",
+            "rerun(False)",
+            "Re-ask",
+            id="reask",
+            show=False,
+            tooltip="answer the last prompt again, references and all (retry after a failure)",
+        ),
+        Binding(
+            "ctrl+g",
+            "rerun(True)",
+            "Regenerate",
+            id="regenerate",
+            show=False,
+            tooltip="regenerate the last reply: the aggregator again, on the stored reference answers",
+        ),
+        # Not Ctrl+E: the prompt (a TextArea) uses it for the end of the line.
+        Binding(
+            "f8",
+            "edit_prompt",
+            "Edit prompt",
+            id="edit_prompt",
+            show=False,
+            tooltip="edit the last prompt; Enter sends it as a new version (the old one stays)",
+        ),
+        Binding(
+            "f9",
+            "version(-1)",
+            "Previous version",
+            id="previous_version",
+            show=False,
+            tooltip="previous version of the last exchange",
+        ),
+        Binding(
+            "f10",
+            "version(1)",
+            "Next version",
+            id="next_version",
+            show=False,
+            tooltip="next version of the last exchange",
+        ),
+        # Priority: the prompt (a TextArea) uses F7 to select all.
+        Binding(
+            "f7",
+            "panel",
+            "Panel answers",
+            id="panel",
+            show=False,
+            priority=True,
+            tooltip="what each reference answered for the last reply",
+        ),
+        Binding(
             "ctrl+o",
             "sessions",
             "Sessions",
@@ -126,6 +178,7 @@ class ChatScreen(Screen[None]):
         self._history: list[Exchange] = []
         self._history_start = 0  # exchanges of a stored conversation not mounted yet
         self._loading_history = False
+        self._editing = False  # the prompt box holds an edit of the last prompt
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
@@ -196,7 +249,7 @@ class ChatScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_turn":
-            return self.turn_running
+            return self.turn_running or self._editing
         if action in ("copy_reply", "copy_code"):
             return True if self._last_reply is not None else None
         return True
@@ -231,6 +284,71 @@ class ChatScreen(Screen[None]):
         if before is None:
             self._last_reply = reply
 
+    # ------------------------------------------------------------------ answering again, editing, versions
+
+    def _can_rewrite(self) -> bool:
+        if self.turn_running:
+            self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
+            return False
+        if self.session.store is None or not self.chat_log.query(UserMessage):
+            self.notify("There is no saved prompt to answer again yet.", severity="warning")
+            return False
+        return True
+
+    async def action_rerun(self, aggregator_only: bool) -> None:
+        """Re-ask (the whole turn) or regenerate (the aggregator on the stored answers) the last prompt; the
+        reply shown so far stays in the store as another version."""
+        if not self._can_rewrite():
+            return
+        error, _warning = self.session.preflight(self.preset)
+        if error:
+            self.notify(error, severity="error", timeout=8)
+            return
+        await self._drop_after(self.chat_log.query(UserMessage).last())
+        await self._begin(
+            lambda observer, cancel: self.session.rerun(
+                aggregator_only=aggregator_only, observer=observer, cancel=cancel
+            )
+        )
+
+    def action_edit_prompt(self) -> None:
+        if not self._can_rewrite():
+            return
+        prompt = self.query_one(PromptInput)
+        prompt.load_text(self.chat_log.query(UserMessage).last().text)
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
+        self._editing = True
+        self.notify("Editing the last prompt: Enter sends it as a new version (the old one stays); Esc stops.")
+        self.refresh_bindings()
+
+    async def _drop_after(self, widget: Widget, *, inclusive: bool = False) -> None:
+        """Take the log's widgets after `widget` (and it, if inclusive) off the screen; the store keeps them."""
+        children = list(self.chat_log.children)
+        position = children.index(widget) + (0 if inclusive else 1)
+        await self.chat_log.remove_children(children[position:])
+
+    async def action_version(self, step: int) -> None:
+        if self.turn_running or self.session.store is None:
+            return
+        before = self.session.versions()
+        after = self.session.switch_version(step)
+        if after == before:
+            which, count = after
+            self.notify(f"Version {which} of {count}: there is no other that way.", severity="information")
+            return
+        await self._render_session()
+        self.notify(f"Version {after[0]} of {after[1]}.")
+
+    def action_panel(self) -> None:
+        if self._last_reply is None:
+            self.notify("No reply yet.", severity="warning")
+            return
+        self.app.push_screen(PanelAnswers(self._last_reply.panel, self._last_reply.aggregator))
+
+    def on_assistant_reply_panel_requested(self, event: AssistantReply.PanelRequested) -> None:
+        self.app.push_screen(PanelAnswers(event.reply.panel, event.reply.aggregator))
+
     def action_sessions(self) -> None:
         store = self.session.store
         if store is None:
@@ -251,14 +369,21 @@ class ChatScreen(Screen[None]):
             self.notify("A turn is running — wait for it, or press Esc, then open the session.", severity="warning")
             return
         self.session.open(session_id)
-        self._last_reply = None
-        await self.chat_log.remove_children()
-        self._history = self.session.history()
-        await self._show_history()
+        await self._render_session()
         self.query_one(StatusHeader).show(self.preset, tokens=self.session.ledger.usage().total_tokens)
         await self.sidebar.show_preset(self.preset)
         self.refresh_bindings()
         self.query_one(PromptInput).focus()
+
+    async def _render_session(self) -> None:
+        """Show the stored conversation as it now stands (after opening it, or switching a version)."""
+        self._last_reply = None
+        self._editing = False
+        await self.chat_log.remove_children()
+        self._history = self.session.history()
+        await self._show_history()
+        if self._last_reply is not None:
+            self._last_reply.show_version(*self.session.versions())
 
     async def on_earlier_messages_requested(self, _event: EarlierMessages.Requested) -> None:
         await self._show_earlier()
@@ -292,6 +417,8 @@ class ChatScreen(Screen[None]):
         def loaded() -> None:
             self._loading_history = False
 
+        self._editing = False  # the prompt box holds an edit of the last prompt
+
         self.call_after_refresh(loaded)
 
     # ------------------------------------------------------------------ a turn
@@ -306,27 +433,43 @@ class ChatScreen(Screen[None]):
 
     async def start_turn(self, text: str) -> None:
         log = self.chat_log
+        editing, self._editing = self._editing, False
+        if editing and log.query(UserMessage):
+            await self._drop_after(log.query(UserMessage).last(), inclusive=True)
         await log.query(Welcome).remove()
         await log.mount(UserMessage(text))
-        preset = self.preset
-        error, warning = self.session.preflight(preset)
+        error, warning = self.session.preflight(self.preset)
         if error:
             await log.mount(NoticeWidget(error, "error"))
             return
         if warning:
             self.notify(warning, severity="warning", timeout=6)
+        if editing:
+            await self._begin(lambda observer, cancel: self.session.edit(text, observer=observer, cancel=cancel))
+        else:
+            await self._begin(lambda observer, cancel: self.session.send(text, observer=observer, cancel=cancel))
+
+    async def _begin(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
+        """Mount the reply that will stream, and run `job` (a ChatSession call) on the turn's worker."""
+        preset = self.preset
         self._reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
-        await log.mount(self._reply)
+        await self.chat_log.mount(self._reply)
         self.sidebar.start_turn()
         self._cancel = CancelToken()
         self._bridge = TurnBridge(self.post_message)
         self.turn_running = True
-        self._run_turn(text, self._cancel, self._bridge)
+        self._run_turn(job, self._cancel, self._bridge)
 
     @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
-    def _run_turn(self, text: str, cancel: CancelToken, bridge: TurnBridge) -> None:
+    def _run_turn(
+        self, job: Callable[[Observer, CancelToken], TurnResult], cancel: CancelToken, bridge: TurnBridge
+    ) -> None:
         """Runs on a worker thread: everything it learns reaches the UI as posted messages."""
-        bridge.post_after_text(TurnDone(self.session.send(text, observer=bridge, cancel=cancel)))
+        try:
+            result = job(bridge, cancel)
+        except Exception as exc:  # e.g. nothing stored to regenerate from: the turn ends, saying why
+            result = TurnResult(status="failed", text="", error=str(exc), seconds=0.0, references=())
+        bridge.post_after_text(TurnDone(result))
 
     def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
@@ -388,6 +531,7 @@ class ChatScreen(Screen[None]):
         reply = self._reply
         if reply is not None:
             await reply.finish(result, tokens=result.usage.total_tokens)
+            reply.show_version(*self.session.versions())
             self._last_reply = reply
         # The card names its model already: show only the reason.
         reason = result.error.split(" failed: ", 1)[-1] if result.error else None
@@ -403,7 +547,12 @@ class ChatScreen(Screen[None]):
             await self._clear()
 
     def action_cancel_turn(self) -> None:
-        if self._cancel is None:  # no turn running
+        if self._cancel is None:  # no turn running: Esc stops an edit
+            if self._editing:
+                self._editing = False
+                self.query_one(PromptInput).load_text("")
+                self.notify("Edit dropped.")
+                self.refresh_bindings()
             return
         # Closing HTTP streams can block for a moment; never on the UI's thread.
         threading.Thread(target=self._cancel.cancel, name="cancel-turn", daemon=True).start()

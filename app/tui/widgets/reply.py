@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -34,11 +36,39 @@ class _Segment:
             await self.widget.update(text)
 
 
+@dataclass(frozen=True)
+class PanelAnswer:
+    """What one reference said for this reply (or why it said nothing)."""
+
+    label: str
+    status: str
+    text: str
+    error: str | None
+
+
+class ReplyMeta(Static):
+    """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers."""
+
+    class Clicked(Message):
+        pass
+
+    def on_click(self) -> None:
+        self.post_message(self.Clicked())
+
+
 class AssistantReply(Vertical):
+    class PanelRequested(Message):
+        def __init__(self, reply: AssistantReply) -> None:
+            super().__init__()
+            self.reply = reply
+
     def __init__(self, preset_name: str, aggregator: str, references: int) -> None:
         super().__init__(classes="assistant-reply")
         self.preset_name, self.aggregator = preset_name, aggregator
         self.references = references
+        self.panel: tuple[PanelAnswer, ...] = ()  # the references' answers this reply was written from
+        self.version: tuple[int, int] = (1, 1)
+        self._facts: list[str] = []
         self.text = ""
         self._segment: _Segment | None = None
         self._tools: dict[str, ToolBlock] = {}
@@ -90,6 +120,7 @@ class AssistantReply(Vertical):
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         await self._close_segment()
         self.text = result.text or self.text  # segments joined as the conversation keeps them
+        self.panel = tuple(PanelAnswer(r.label, r.status, r.text, r.error) for r in result.references)
         await self._end(result.status, result.error, result.seconds, tokens)
 
     async def _end(self, status: str, error: str | None, seconds: float | None, tokens: int) -> None:
@@ -106,8 +137,23 @@ class AssistantReply(Vertical):
             facts.append(f"{tokens:,} tokens")
         if status in ("cancelled", "failed", "interrupted"):
             facts.insert(0, status)
-        await self.mount(Static(Content(" · ".join(facts)), classes=f"reply-meta -{status}"))
+        self._facts = facts
+        await self.mount(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
         self._mark("failed" if status == "interrupted" else status)
+
+    def _meta(self) -> Content:
+        which, count = self.version
+        facts = [*self._facts, f"version {which}/{count}"] if count > 1 else self._facts
+        return Content(" · ".join(facts))
+
+    def show_version(self, which: int, count: int) -> None:
+        self.version = (which, count)
+        for meta in self.query(ReplyMeta):
+            meta.update(self._meta())
+
+    def on_reply_meta_clicked(self, event: ReplyMeta.Clicked) -> None:
+        event.stop()
+        self.post_message(self.PanelRequested(self))
 
     async def restore(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> None:
         """Show a stored reply as it ended: its text and tool calls in order, then its footer."""
@@ -135,6 +181,10 @@ class AssistantReply(Vertical):
                 self._tools[call_id] = block
                 await self.mount(block)
         self.text = "\n\n".join(texts)
+        if turn is not None:
+            self.panel = tuple(
+                PanelAnswer(c.record.label, c.record.status, c.text, c.record.error) for c in turn.references
+            )
         tokens = sum(c.record.usage.total_tokens for c in turn.calls if c.record.usage) if turn else 0
         status = turn.status if turn else "ok"
         await self._end(status, turn.error if turn else None, turn.seconds if turn else None, tokens)
