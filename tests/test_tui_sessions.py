@@ -7,7 +7,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.app import MoAChatApp
-from moa_chat.tui.screens.chat import HISTORY_BATCH
+from moa_chat.tui.screens.chat import FIRST_BATCH, HISTORY_BATCH
 from moa_chat.tui.widgets.chat_log import EarlierMessages, UserMessage, Welcome
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
@@ -80,14 +80,16 @@ async def test_a_long_session_opens_with_its_newest_exchanges_and_loads_more(hom
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         shown = [m.text for m in app.query(UserMessage)]
-        assert len(shown) == HISTORY_BATCH and shown[-1] == "question 59"
+        assert len(shown) == FIRST_BATCH and shown[-1] == "question 59"
         marker = app.query_one(EarlierMessages)
-        assert "40 earlier exchanges" in str(marker.render())
+        assert f"{60 - FIRST_BATCH} earlier exchanges" in str(marker.render())
         marker.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(app.query(UserMessage)) == 2 * HISTORY_BATCH)
-        app.chat.chat_log.scroll_home(animate=False)
-        await wait_until(pilot, lambda: len(app.query(UserMessage)) == 60)
+        await wait_until(pilot, lambda: len(app.query(UserMessage)) == FIRST_BATCH + HISTORY_BATCH)
+        for expected in (FIRST_BATCH + 2 * HISTORY_BATCH, 60):  # scrolling to the top asks for more
+            await pilot.pause()
+            app.chat.chat_log.scroll_home(animate=False)
+            await wait_until(pilot, lambda expected=expected: len(app.query(UserMessage)) == expected)
         await pilot.pause()
         assert not app.query(EarlierMessages)
         assert [m.text for m in app.query(UserMessage)] == [f"question {n}" for n in range(60)]

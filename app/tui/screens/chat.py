@@ -47,7 +47,8 @@ from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
 
-HISTORY_BATCH = 20  # stored exchanges mounted at a time
+FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
+HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
 
 
 class ChatScreen(Screen[None]):
@@ -258,31 +259,27 @@ class ChatScreen(Screen[None]):
 
     async def _show_history(self) -> None:
         """The newest exchanges first: a long session opens at once, the rest on demand."""
-        self._history_start = max(0, len(self._history) - HISTORY_BATCH)
+        self._history_start = max(0, len(self._history) - FIRST_BATCH)
         log = self.chat_log
+        widgets: list[Widget] = []
         if self._history_start:
             marker = EarlierMessages(classes="earlier-messages")
-            await log.mount(marker)
             marker.show_count(self._history_start)
+            widgets.append(marker)
         for exchange in self._history[self._history_start :]:
-            await self._mount_exchange(exchange)
+            widgets.extend(self._exchange_widgets(exchange))
+        await log.mount_all(widgets)
+        replies = [w for w in widgets if isinstance(w, AssistantReply)]
+        self._last_reply = replies[-1] if replies else None
         log.scroll_end(animate=False)
 
-    async def _mount_exchange(self, exchange: Exchange, before: Widget | None = None) -> None:
-        log = self.chat_log
+    def _exchange_widgets(self, exchange: Exchange) -> list[Widget]:
+        widgets: list[Widget] = []
         if exchange.prompt is not None:
-            await log.mount(UserMessage(exchange.prompt), before=before)
-        if not exchange.reply and exchange.turn is None:
-            return
-        preset = (exchange.turn.preset_json if exchange.turn else {}) or {}
-        aggregator = preset.get("aggregator") or {}
-        label = f"{aggregator.get('provider', '?')}:{aggregator.get('model', '?')}" if aggregator else "?"
-        references = len([r for r in preset.get("reference_models") or [] if r.get("enabled", True)])
-        reply = AssistantReply(exchange.turn.preset if exchange.turn else "", label, references)
-        await log.mount(reply, before=before)
-        await reply.restore(exchange.reply, exchange.turn)
-        if before is None:
-            self._last_reply = reply
+            widgets.append(UserMessage(exchange.prompt))
+        if exchange.reply or exchange.turn is not None:
+            widgets.append(AssistantReply.saved(exchange.reply, exchange.turn))
+        return widgets
 
     # ------------------------------------------------------------------ answering again, editing, versions
 
@@ -404,8 +401,10 @@ class ChatScreen(Screen[None]):
         position = children.index(marker) + 1
         first_shown = children[position] if position < len(children) else None
         start = max(0, self._history_start - HISTORY_BATCH)
-        for exchange in self._history[start : self._history_start]:
-            await self._mount_exchange(exchange, before=first_shown)
+        widgets = [
+            w for exchange in self._history[start : self._history_start] for w in self._exchange_widgets(exchange)
+        ]
+        await log.mount_all(widgets, before=first_shown)
         self._history_start = start
         if start:
             marker.show_count(start)

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -69,13 +70,20 @@ class AssistantReply(Vertical):
         self.panel: tuple[PanelAnswer, ...] = ()  # the references' answers this reply was written from
         self.version: tuple[int, int] = (1, 1)
         self._facts: list[str] = []
+        self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
         self._tools: dict[str, ToolBlock] = {}
         self.finished = False
 
     def compose(self) -> ComposeResult:
-        yield Static(self._status_text(f"consulting {self.references} references…"), classes="reply-status")
+        status = Static(self._status_text(f"consulting {self.references} references…"), classes="reply-status")
+        if self._saved is not None:
+            status.display = False
+            yield status
+            yield from self._saved_widgets(*self._saved)
+            return
+        yield status
 
     def _status_text(self, text: str) -> Content:
         return Content.assemble(("◆ ", "$accent"), (text, "italic $text-muted"))
@@ -124,12 +132,16 @@ class AssistantReply(Vertical):
         await self._end(result.status, result.error, result.seconds, tokens)
 
     async def _end(self, status: str, error: str | None, seconds: float | None, tokens: int) -> None:
-        self.finished = True
         self.set_status(None)
+        await self.mount_all(self._ending(status, error, seconds, tokens))
+        self._mark("failed" if status == "interrupted" else status)
+
+    def _ending(self, status: str, error: str | None, seconds: float | None, tokens: int) -> list[Widget]:
+        """The error line (if it failed) and the footer."""
+        self.finished = True
+        widgets: list[Widget] = []
         if status == "failed":
-            await self.mount(
-                Static(Content.assemble(("✗ ", "bold"), error or "the turn failed"), classes="reply-error")
-            )
+            widgets.append(Static(Content.assemble(("✗ ", "bold"), error or "the turn failed"), classes="reply-error"))
         facts = [self.preset_name, self.aggregator]
         if seconds is not None:
             facts.append(f"{seconds:.1f}s")
@@ -138,8 +150,8 @@ class AssistantReply(Vertical):
         if status in ("cancelled", "failed", "interrupted"):
             facts.insert(0, status)
         self._facts = facts
-        await self.mount(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
-        self._mark("failed" if status == "interrupted" else status)
+        widgets.append(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
+        return widgets
 
     def _meta(self) -> Content:
         which, count = self.version
@@ -155,9 +167,22 @@ class AssistantReply(Vertical):
         event.stop()
         self.post_message(self.PanelRequested(self))
 
-    async def restore(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> None:
-        """Show a stored reply as it ended: its text and tool calls in order, then its footer."""
+    @classmethod
+    def saved(cls, exchange_reply: list[dict[str, Any]], turn: StoredTurn | None) -> AssistantReply:
+        """A stored reply as it ended, built whole so that a page of history mounts in one pass."""
+        preset = (turn.preset_json if turn else {}) or {}
+        aggregator = preset.get("aggregator") or {}
+        label = f"{aggregator.get('provider', '?')}:{aggregator.get('model', '?')}" if aggregator else "?"
+        references = len([r for r in preset.get("reference_models") or [] if r.get("enabled", True)])
+        reply = cls(turn.preset if turn else "", label, references)
+        reply._saved = (exchange_reply, turn)
+        status = turn.status if turn else "ok"
+        reply.add_class(f"-{'failed' if status == 'interrupted' else status}")
+        return reply
+
+    def _saved_widgets(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> list[Widget]:
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
+        widgets: list[Widget] = []
         texts = []
         for message in messages:
             if message.get("role") != "assistant":
@@ -165,7 +190,7 @@ class AssistantReply(Vertical):
             content = str(message.get("content") or "")
             if content:
                 texts.append(content)
-                await self.mount(Markdown(content, classes="reply-markdown"))
+                widgets.append(Markdown(content, classes="reply-markdown"))
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 call_id = str(call.get("id", ""))
@@ -179,7 +204,7 @@ class AssistantReply(Vertical):
                 )
                 block = ToolBlock(event)
                 self._tools[call_id] = block
-                await self.mount(block)
+                widgets.append(block)
         self.text = "\n\n".join(texts)
         if turn is not None:
             self.panel = tuple(
@@ -187,7 +212,7 @@ class AssistantReply(Vertical):
             )
         tokens = sum(c.record.usage.total_tokens for c in turn.calls if c.record.usage) if turn else 0
         status = turn.status if turn else "ok"
-        await self._end(status, turn.error if turn else None, turn.seconds if turn else None, tokens)
+        return [*widgets, *self._ending(status, turn.error if turn else None, turn.seconds if turn else None, tokens)]
 
     def _mark(self, status: str) -> None:
         # add_class restyles every descendant, and a long reply has hundreds of Markdown blocks (over a
