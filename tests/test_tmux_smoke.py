@@ -38,7 +38,7 @@ class Tmux:
         raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
 
 
-def start(tmux: Tmux, home, cwd=None) -> None:
+def start(tmux: Tmux, home, cwd=None, args: str = "--preset demo") -> None:
     # A clean environment: an inherited COLUMNS/LINES would override the pane's real size.
     env = {
         "MOA_CHAT_HOME": str(home),
@@ -51,7 +51,7 @@ def start(tmux: Tmux, home, cwd=None) -> None:
     command = (
         "env -i "
         + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        + f" {shlex.quote(sys.executable)} -m moa_chat --preset demo"
+        + f" {shlex.quote(sys.executable)} -m moa_chat {args}"
     )
     tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", "-c", str(cwd or home), command)
 
@@ -105,6 +105,34 @@ def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_pa
         tmux("send-keys", "-t", "smoke", "y")
         tmux.wait_for("created " + DEMO_NOTE)
         assert (project / DEMO_NOTE).read_text().startswith("# Notes")
+        quit_and_wait(tmux)
+    finally:
+        tmux("kill-server", check=False)
+
+
+def test_a_chat_is_saved_and_resume_brings_it_back(home):
+    tmux = Tmux(f"moa-smoke-resume-{os.getpid()}")
+    start(tmux, home)
+    try:
+        tmux.wait_for("Ask the panel")
+        tmux("send-keys", "-t", "smoke", "-l", "How should I name my variables?")
+        tmux("send-keys", "-t", "smoke", "Enter")
+        tmux.wait_for("demo · demo:simulated-synthesizer ·")
+        quit_and_wait(tmux)
+        start(tmux, home, args="--resume")
+        screen = tmux.wait_for("How should I name my variables?")
+        assert "demo · demo:simulated-synthesizer ·" in screen  # the reply and its footer came back
+        assert "Ask the panel" in screen
+        header, footer = screen.splitlines()[0], next(line for line in screen.splitlines() if "demo · demo:" in line)
+        tokens = footer.split(" · ")[-1].split("tokens")[0].strip()
+        assert header.endswith(f"{tokens} tokens")  # the session's total, not 0: its ledger came back too
+        shown = screen.count("How should I name my variables?")
+        tmux("send-keys", "-t", "smoke", "Up")  # ↑ history survived the restart: the prompt box fills
+        deadline = time.monotonic() + 10
+        while "Ask the panel" in tmux.screen() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        screen = tmux.screen()
+        assert "Ask the panel" not in screen and screen.count("How should I name my variables?") == shown + 1
         quit_and_wait(tmux)
     finally:
         tmux("kill-server", check=False)

@@ -215,6 +215,7 @@ class ChatScreen(Screen[None]):
         self._history = self.session.history()
         if self._history:
             await self._show_history()
+            self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
         else:
             await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
         if self.notice:
