@@ -7,8 +7,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.app import MoAChatApp
-from moa_chat.tui.screens.chat import FIRST_BATCH, HISTORY_BATCH
-from moa_chat.tui.widgets.chat_log import EarlierMessages, UserMessage, Welcome
+from moa_chat.tui.widgets.chat_log import FIRST_BATCH, HISTORY_BATCH, EarlierMessages, UserMessage, Welcome
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
 from tui_helpers import run_turn, wait_until

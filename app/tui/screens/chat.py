@@ -34,7 +34,7 @@ from ...session import ChatSession, Exchange, Notice, Observer, ToolCallEvent, T
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
-from ..widgets.chat_log import ChatLog, EarlierMessages, UserMessage, Welcome
+from ..widgets.chat_log import ChatLog, UserMessage, Welcome
 from ..widgets.chat_log import Notice as NoticeWidget
 from ..widgets.header import StatusHeader
 from ..widgets.prompt_input import PromptInput
@@ -46,9 +46,6 @@ from .panel import PanelAnswers
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
-
-FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
-HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
 
 
 class ChatScreen(Screen[None]):
@@ -176,9 +173,6 @@ class ChatScreen(Screen[None]):
         self._sidebar_stale = False
         self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
-        self._history: list[Exchange] = []
-        self._history_start = 0  # exchanges of a stored conversation not mounted yet
-        self._loading_history = False
         self._editing = False  # the prompt box holds an edit of the last prompt
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
@@ -212,9 +206,9 @@ class ChatScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         log = self.chat_log
-        self._history = self.session.history()
-        if self._history:
-            await self._show_history()
+        history = self.session.history()
+        if history:
+            await self._render_session(history)
             self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
         else:
             await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
@@ -224,7 +218,6 @@ class ChatScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         prompt.prompt_history = self.session.prompt_history()
         prompt.focus()
-        self.watch(log, "scroll_y", self._on_log_scrolled, init=False)
         if self.session.config.mcp_servers:
             self._start_mcp()
 
@@ -255,32 +248,6 @@ class ChatScreen(Screen[None]):
         if action in ("copy_reply", "copy_code"):
             return True if self._last_reply is not None else None
         return True
-
-    # ------------------------------------------------------------------ a stored conversation
-
-    async def _show_history(self) -> None:
-        """The newest exchanges first: a long session opens at once, the rest on demand."""
-        self._history_start = max(0, len(self._history) - FIRST_BATCH)
-        log = self.chat_log
-        widgets: list[Widget] = []
-        if self._history_start:
-            marker = EarlierMessages(classes="earlier-messages")
-            marker.show_count(self._history_start)
-            widgets.append(marker)
-        for exchange in self._history[self._history_start :]:
-            widgets.extend(self._exchange_widgets(exchange))
-        await log.mount_all(widgets)
-        replies = [w for w in widgets if isinstance(w, AssistantReply)]
-        self._last_reply = replies[-1] if replies else None
-        log.scroll_end(animate=False)
-
-    def _exchange_widgets(self, exchange: Exchange) -> list[Widget]:
-        widgets: list[Widget] = []
-        if exchange.prompt is not None:
-            widgets.append(UserMessage(exchange.prompt))
-        if exchange.reply or exchange.turn is not None:
-            widgets.append(AssistantReply.saved(exchange.reply, exchange.turn))
-        return widgets
 
     # ------------------------------------------------------------------ answering again, editing, versions
 
@@ -373,53 +340,12 @@ class ChatScreen(Screen[None]):
         self.refresh_bindings()
         self.query_one(PromptInput).focus()
 
-    async def _render_session(self) -> None:
+    async def _render_session(self, history: list[Exchange] | None = None) -> None:
         """Show the stored conversation as it now stands (after opening it, or switching a version)."""
-        self._last_reply = None
         self._editing = False
-        await self.chat_log.remove_children()
-        self._history = self.session.history()
-        await self._show_history()
+        self._last_reply = await self.chat_log.show_history(history or self.session.history())
         if self._last_reply is not None:
             self._last_reply.show_version(*self.session.versions())
-
-    async def on_earlier_messages_requested(self, _event: EarlierMessages.Requested) -> None:
-        await self._show_earlier()
-
-    def _on_log_scrolled(self, scroll_y: float) -> None:
-        if scroll_y <= 0 and self._history_start and not self._loading_history:
-            self.call_later(self._show_earlier)
-
-    async def _show_earlier(self) -> None:
-        if not self._history_start or self._loading_history:
-            return
-        # Mounting above the view moves it; until the view is back on what the user was reading,
-        # scroll events are ours, not the user's asking for more.
-        self._loading_history = True
-        log = self.chat_log
-        marker = log.query_one(EarlierMessages)
-        children = list(log.children)
-        position = children.index(marker) + 1
-        first_shown = children[position] if position < len(children) else None
-        start = max(0, self._history_start - HISTORY_BATCH)
-        widgets = [
-            w for exchange in self._history[start : self._history_start] for w in self._exchange_widgets(exchange)
-        ]
-        await log.mount_all(widgets, before=first_shown)
-        self._history_start = start
-        if start:
-            marker.show_count(start)
-        else:
-            await marker.remove()
-        if first_shown is not None:
-            log.scroll_to_widget(first_shown, animate=False, top=True)
-
-        def loaded() -> None:
-            self._loading_history = False
-
-        self._editing = False  # the prompt box holds an edit of the last prompt
-
-        self.call_after_refresh(loaded)
 
     # ------------------------------------------------------------------ a turn
 
@@ -651,7 +577,7 @@ class ChatScreen(Screen[None]):
         saved = self.session.id is not None
         self.session.new_conversation()
         self._last_reply = None
-        self._history, self._history_start = [], 0
+        self.chat_log.forget_history()
         log = self.chat_log
         await log.remove_children()
         await log.mount(Welcome.for_preset(self.preset, key_texts(self)))

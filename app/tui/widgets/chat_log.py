@@ -5,16 +5,94 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ...config import Preset
+from ...session import Exchange
+from .reply import AssistantReply
+
+FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
+HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
 
 
 class ChatLog(VerticalScroll):
+    """The conversation, live and stored. A stored one opens with its newest exchanges; earlier ones are
+    mounted a page at a time when the user scrolls to the top, so a long session opens at once."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._history: list[Exchange] = []
+        self._unshown = 0  # how many of the oldest stored exchanges are not mounted yet
+        self._paging = False
+
     def on_mount(self) -> None:
         # Anchored: new content keeps the view at the bottom until the user scrolls up, and following
         # resumes when they scroll back down (Textual's anchor semantics).
         self.anchor()
+
+    async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
+        """Replace what the log shows with a stored conversation; returns its last reply."""
+        await self.remove_children()
+        self._history, self._unshown = history, max(0, len(history) - FIRST_BATCH)
+        widgets: list[Widget] = []
+        if self._unshown:
+            marker = EarlierMessages(classes="earlier-messages")
+            marker.show_count(self._unshown)
+            widgets.append(marker)
+        for exchange in history[self._unshown :]:
+            widgets.extend(exchange_widgets(exchange))
+        await self.mount_all(widgets)
+        self.scroll_end(animate=False)
+        replies = [w for w in widgets if isinstance(w, AssistantReply)]
+        return replies[-1] if replies else None
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value <= 0 and self._unshown and not self._paging:
+            self.call_later(self.show_earlier)
+
+    async def on_earlier_messages_requested(self, event: EarlierMessages.Requested) -> None:
+        event.stop()
+        await self.show_earlier()
+
+    async def show_earlier(self) -> None:
+        if not self._unshown or self._paging:
+            return
+        # Mounting above the view moves it; until the view is back on what the user was reading, scroll
+        # events are ours, not the user asking for more.
+        self._paging = True
+        marker = self.query_one(EarlierMessages)
+        children = list(self.children)
+        position = children.index(marker) + 1
+        first_shown = children[position] if position < len(children) else None
+        start = max(0, self._unshown - HISTORY_BATCH)
+        page = [w for exchange in self._history[start : self._unshown] for w in exchange_widgets(exchange)]
+        await self.mount_all(page, before=first_shown)
+        self._unshown = start
+        if start:
+            marker.show_count(start)
+        else:
+            await marker.remove()
+        if first_shown is not None:
+            self.scroll_to_widget(first_shown, animate=False, top=True)
+
+        def settled() -> None:
+            self._paging = False
+
+        self.call_after_refresh(settled)
+
+    def forget_history(self) -> None:
+        self._history, self._unshown = [], 0
+
+
+def exchange_widgets(exchange: Exchange) -> list[Widget]:
+    widgets: list[Widget] = []
+    if exchange.prompt is not None:
+        widgets.append(UserMessage(exchange.prompt))
+    if exchange.reply or exchange.turn is not None:
+        widgets.append(AssistantReply.saved(exchange.reply, exchange.turn))
+    return widgets
 
 
 class UserMessage(Static):
