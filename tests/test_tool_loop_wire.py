@@ -10,7 +10,7 @@ import time
 import pytest
 from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
-from moa_chat.session import Notice, ToolCallEvent, Turn
+from moa_chat.session import ToolCallEvent, Turn
 from moa_chat.tools import ToolRegistry, Workspace
 from moa_chat.tools.approval import ApprovalPolicy
 from moa_chat.tools.builtin import builtin_tools
@@ -209,15 +209,15 @@ def test_a_path_outside_the_working_directory_is_refused(wire_config, llm_server
     assert "refused" in tool["content"] and "private" not in tool["content"]
 
 
-def test_the_iteration_cap_ends_a_runaway_loop_with_a_note(wire_config, llm_server, registry):
+def test_the_iteration_cap_ends_a_runaway_loop_as_a_failed_turn(wire_config, llm_server, registry):
+    """No final answer is not an answer: the turn fails, saying why, and keeps what the rounds said."""
     config = wire_config("max_iterations: 3")
-    llm_server.script("agg", Reply(tool_calls=[call("list_directory", {})]))
-    events = []
-    result = turn(config, registry, observer=events.append).run(ASK)
+    llm_server.script("agg", Reply(text="Looking again.", tool_calls=[call("list_directory", {})]))
+    result = turn(config, registry).run(ASK)
     assert len(llm_server.requests_for("agg")) == 3
-    assert result.status == "ok" and result.iterations == 3
-    notes = [e.text for e in events if isinstance(e, Notice)]
-    assert notes and "Stopped after 3 tool iterations" in notes[0]
+    assert result.status == "failed" and result.iterations == 3
+    assert "stopped after 3 tool rounds without a final answer (max_iterations: 3)" in result.error
+    assert "What the last round said is above" in result.error and result.text.endswith("Looking again.")
     assert result.new_messages[-1]["role"] == "tool"  # every call still got its result
 
 

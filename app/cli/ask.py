@@ -48,9 +48,11 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     elif result.text and not result.text.endswith("\n"):
         sys.stdout.write("\n")
     sys.stdout.flush()
-    if result.status == "failed":
+    if result.status in ("failed", "cut_off"):
         print(f"moa-chat: error: {result.error}", file=sys.stderr)
         return EXIT_FAILED
+    if result.warning:
+        print(f"moa-chat: warning: the reply is whole but {result.warning}", file=sys.stderr)
     if result.status == "cancelled":
         return EXIT_INTERRUPTED
     if not args.quiet:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Slot
-from ..llm import LLMCallError, StreamAssembler, close_stream, describe_error, is_complete_response
+from ..llm import CutOff, LLMCallError, StreamAssembler, close_stream, describe_error, is_complete_response
 from . import clock
 from .cancel import Cancelled, CancelToken
 from .events import CallRecord, CallStatus, Role
@@ -83,6 +83,13 @@ class ModelCall:
         if is_complete_response(response):  # a server (or a substituted call_llm) that answers in one piece
             self._text(self.assembler.feed_response(response), on_text)
             return
+        if response is None or not hasattr(response, "__iter__"):
+            raise LLMCallError(
+                f"the provider answered with {type(response).__name__}, not a stream of chat chunks",
+                provider=self.slot.provider,
+                model=self.slot.model,
+                task=self.request.get("task"),
+            )
         try:
             with self._cancel.closing(lambda: close_stream(response)):
                 for chunk in response:
@@ -99,6 +106,14 @@ class ModelCall:
                 describe_error(exc), provider=self.slot.provider, model=self.slot.model, task=self.request.get("task")
             ) from exc
         self._cancel.raise_if_cancelled()
+        if self.assembler.finish_reason is None and not abandoned():
+            # A clean end of stream with no finish reason: a proxy or server that stopped half-way.
+            raise CutOff(
+                provider=self.slot.provider,
+                model=self.slot.model,
+                task=self.request.get("task"),
+                characters=len(self.assembler.text) + sum(len(c.arguments) for c in self.assembler.tool_calls()),
+            )
 
     def _text(self, text: str, on_text: Callable[[str], None]) -> None:
         if text:

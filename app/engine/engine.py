@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from ..config import Config, Preset
-from ..llm import LLMCallError, StreamAssembler, call_llm, describe_error
+from ..llm import CutOff, LLMCallError, StreamAssembler, call_llm, describe_error
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -173,6 +173,9 @@ class MoAEngine:
             call.read(lambda text: emit(self.observer, ReplyDelta(text)))
         except Cancelled:
             finished("cancelled", "cancelled by the user")
+            raise
+        except CutOff as exc:
+            finished("cut_off", exc.reason)
             raise
         except LLMCallError as exc:
             finished("failed", exc.reason)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..llm.usage import Usage
 
 Role = Literal["reference", "aggregator"]
-CallStatus = Literal["ok", "failed", "timeout", "cancelled"]
+CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off"]
 
 
 @dataclass(frozen=True)

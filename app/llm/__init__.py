@@ -16,11 +16,12 @@ import openai
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
-from .errors import LLMCallError, describe_error
+from .errors import CutOff, LLMCallError, describe_error
 from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response
 from .usage import Usage
 
 __all__ = [
+    "CutOff",
     "LLMCallError",
     "StreamAssembler",
     "ToolCall",

@@ -19,6 +19,28 @@ class LLMCallError(RuntimeError):
         super().__init__(f"{provider}:{model} failed: {reason}")
 
 
+class CutOff(LLMCallError):
+    """A stream that ended without a finish reason: whatever arrived is not a whole answer.
+
+    The SDK raises nothing here (the connection closed cleanly), so the reading loop must notice."""
+
+    def __init__(self, *, provider: str, model: str, task: str | None, characters: int) -> None:
+        self.characters = characters
+        if characters:
+            reason = f"cut off: the stream ended without a finish reason after {characters:,} characters"
+        else:
+            reason = (
+                "no answer: the stream ended before any reply arrived (is this an OpenAI-compatible "
+                "streaming endpoint?)"
+            )
+        super().__init__(reason, provider=provider, model=model, task=task)
+        if characters:  # not a failure to answer: an answer that stopped; say it that way
+            self.args = (f"the reply from {provider}:{model} was {reason}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def describe_error(exc: BaseException) -> str:
     """A one-line reason for a failed call: HTTP status and the server's message, or the network fault."""
     if isinstance(exc, LLMCallError):

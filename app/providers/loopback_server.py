@@ -48,6 +48,9 @@ class Reply:
     pause_after: int | None = None  # after this many text deltas, go quiet for `pause` seconds
     pause: float = 0.0
     finish_reason: str | None = None
+    end_after: int | None = None  # end the stream cleanly after this many text deltas: no finish reason, no [DONE]
+    cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
+    raw_body: str | None = None  # answer 200 with this body (text/html) instead of a chat completion
 
 
 @dataclass
@@ -188,6 +191,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(
                     reply.status, {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}}
                 )
+            elif reply.raw_body is not None:
+                data = reply.raw_body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             elif body.get("stream"):
                 self._stream(body, reply, record)
             else:
@@ -283,6 +293,9 @@ class _Handler(BaseHTTPRequestHandler):
         paused = 0.0
         started = time.monotonic()
         for n, piece in enumerate(pieces):
+            if reply.end_after is not None and n >= reply.end_after:
+                self._write_chunk(b"")
+                return
             if reply.drop_after is not None and n >= reply.drop_after:
                 self._drop()
                 record.disconnected = True
@@ -303,7 +316,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(
                 chunk({"tool_calls": [{"index": index, **identity, "function": {"name": call.name, "arguments": ""}}]})
             )
-            for part in parts:
+            for number, part in enumerate(parts):
+                if reply.cut_tool_calls and number:
+                    self._write_chunk(b"")
+                    return
                 if reply.piece_delay and self._wait(reply.piece_delay, record):
                     return
                 delta: dict[str, Any] = {"index": index, "function": {"arguments": part}}

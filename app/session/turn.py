@@ -13,12 +13,18 @@ from ..config import Config, Preset
 from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.events import emit
-from ..llm import LLMCallError, StreamAssembler, ToolCall, Usage, call_llm, describe_error
+from ..llm import CutOff, LLMCallError, StreamAssembler, ToolCall, Usage, call_llm, describe_error
 from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
-from .events import Event, Notice, Observer, ToolCallEvent, ToolStatus
+from .events import Event, Observer, ToolCallEvent, ToolStatus
 from .ledger import UsageLedger
 
-TurnStatus = Literal["ok", "failed", "cancelled"]
+TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
+
+# A whole reply that the provider ended early on purpose: shown, with the reason, but not an error.
+STOPPED = {
+    "length": "stopped: max_tokens reached",
+    "content_filter": "stopped by the provider's content filter",
+}
 
 
 @dataclass
@@ -31,10 +37,15 @@ class TurnResult:
     ledger: UsageLedger = field(default_factory=UsageLedger)
     new_messages: list[dict[str, Any]] = field(default_factory=list)
     iterations: int = 0
+    warning: str | None = None  # a reply the provider stopped early (max_tokens, content filter)
 
     @property
     def usage(self) -> Usage:
         return self.ledger.usage()
+
+
+class NoFinalAnswer(Exception):
+    """The tool loop used up max_iterations and the aggregator never answered without tools."""
 
 
 DENIED = "denied by the user"
@@ -86,23 +97,30 @@ class Turn:
         texts: list[str] = []
         status: TurnStatus = "ok"
         error: str | None = None
+        warning: str | None = None
+        aggregator = self.preset.aggregator
         schemas = (self.tools.schemas() or None) if self.tools else None
         try:
             while True:
                 if engine.iteration >= self.max_iterations:
-                    self._observe(
-                        Notice(
-                            f"Stopped after {self.max_iterations} tool iterations without a final answer "
-                            "(max_iterations). Ask again to continue.",
-                            "warning",
-                        )
+                    last = " What the last round said is above." if texts else ""
+                    raise NoFinalAnswer(
+                        f"stopped after {self.max_iterations} tool rounds without a final answer "
+                        f"(max_iterations: {self.max_iterations}); ask again to let it go on.{last}"
                     )
-                    break
                 self.cancel.raise_if_cancelled()
                 reply = self._reply = StreamAssembler()
                 engine.aggregate(conversation, schemas, reply)
                 self._reply = None  # read whole: its text goes in below, not as a partial
                 calls = reply.tool_calls()
+                if not reply.text.strip() and not calls:
+                    raise LLMCallError(
+                        f"returned an empty answer (finish reason: {reply.finish_reason})",
+                        provider=aggregator.provider,
+                        model=aggregator.model,
+                        task="moa_aggregator",
+                    )
+                warning = STOPPED.get(reply.finish_reason or "")
                 if reply.text:
                     texts.append(reply.text)
                 if reply.text or calls:
@@ -120,6 +138,14 @@ class Turn:
         except Cancelled:
             status, error = "cancelled", CANCELLED
             self._keep_partial(texts, added, CANCELLED)
+        except CutOff as exc:
+            # The text that arrived stays, but it is not a whole answer: say so; with none, it failed.
+            partial = bool(self._reply and self._reply.text)
+            status, error = ("cut_off" if partial else "failed"), str(exc)
+            self._keep_partial(texts, added, NOT_RUN)
+        except NoFinalAnswer as exc:
+            status, error = "failed", str(exc)
+            self._keep_partial(texts, added, NOT_RUN)
         except LLMCallError as exc:
             status, error = "failed", str(exc)
             self._keep_partial(texts, added, NOT_RUN)
@@ -135,6 +161,7 @@ class Turn:
             ledger=self.ledger,
             new_messages=added,
             iterations=engine.iteration,
+            warning=warning if status == "ok" else None,
         )
 
     def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:

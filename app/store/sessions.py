@@ -29,7 +29,7 @@ from .database import StoreError, connect, default_path
 
 TITLE_LENGTH = 60
 # A turn still "running" when its session is opened was cut short by a crash or a kill.
-INCOMPLETE = ("running", "interrupted", "cancelled", "failed")
+INCOMPLETE = ("running", "interrupted", "cancelled", "failed", "cut_off")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ GLYPHS = {
     "failed": "✗",
     "timeout": "⏱",
     "cancelled": "–",
+    "cut_off": "✂",
 }
 WORDS = {
     "idle": "ready",
@@ -37,6 +38,7 @@ WORDS = {
     "failed": "failed",
     "timeout": "timed out",
     "cancelled": "cancelled",
+    "cut_off": "cut off",
 }
 STYLES = {
     "queued": "$text-muted",
@@ -46,6 +48,7 @@ STYLES = {
     "failed": "$error",
     "timeout": "$warning",
     "cancelled": "$text-muted",
+    "cut_off": "$warning",
     "idle": "$text-muted",
 }
 
@@ -171,9 +174,11 @@ class ReferenceCard(Widget, can_focus=True):
             Content.assemble((glyph, style), " ", (label, "bold")),
             Content.assemble(("  " + " · ".join(facts), style if self.status != "ok" else "$text-muted")),
         ]
-        if self.error and self.status in ("failed", "timeout"):
+        if self.error and self.status in ("failed", "timeout", "cut_off"):
             reason = self.error if len(self.error) <= width - 2 else self.error[: width - 3] + "…"
-            lines.append(Content.assemble(("  " + reason, "$text-error")))
+            lines.append(
+                Content.assemble(("  " + reason, "$text-warning" if self.status == "cut_off" else "$text-error"))
+            )
         return Content("\n").join(lines)
 
     # ------------------------------------------------------------------ selection

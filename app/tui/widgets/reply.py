@@ -37,6 +37,9 @@ class _Segment:
             await self.widget.update(text)
 
 
+_MARKS = {"interrupted": "cut_off"}  # how a reply's border shows its end (chat.tcss)
+
+
 @dataclass(frozen=True)
 class PanelAnswer:
     """What one reference said for this reply (or why it said nothing)."""
@@ -129,26 +132,35 @@ class AssistantReply(Vertical):
         await self._close_segment()
         self.text = result.text or self.text  # segments joined as the conversation keeps them
         self.panel = tuple(PanelAnswer(r.label, r.status, r.text, r.error) for r in result.references)
-        await self._end(result.status, result.error, result.seconds, tokens)
+        await self._end(result.status, result.error, result.seconds, tokens, result.warning)
 
-    async def _end(self, status: str, error: str | None, seconds: float | None, tokens: int) -> None:
+    async def _end(
+        self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
+    ) -> None:
         self.set_status(None)
-        await self.mount_all(self._ending(status, error, seconds, tokens))
-        self._mark("failed" if status == "interrupted" else status)
+        await self.mount_all(self._ending(status, error, seconds, tokens, warning))
+        self._mark(_MARKS.get(status, status))
 
-    def _ending(self, status: str, error: str | None, seconds: float | None, tokens: int) -> list[Widget]:
-        """The error line (if it failed) and the footer."""
+    def _ending(
+        self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
+    ) -> list[Widget]:
+        """The line that says how the reply ended badly or early, if it did, and the footer."""
         self.finished = True
         widgets: list[Widget] = []
         if status == "failed":
             widgets.append(Static(Content.assemble(("✗ ", "bold"), error or "the turn failed"), classes="reply-error"))
+        elif status in ("cut_off", "interrupted"):
+            why = error or "the reply never finished: moa-chat stopped while it streamed"
+            widgets.append(Static(Content.assemble(("✂ ", "bold"), why), classes="reply-warning"))
+        elif warning:
+            widgets.append(Static(Content.assemble(("⚠ ", "bold"), warning), classes="reply-warning"))
         facts = [self.preset_name, self.aggregator]
         if seconds is not None:
             facts.append(f"{seconds:.1f}s")
         if tokens:
             facts.append(f"{tokens:,} tokens")
-        if status in ("cancelled", "failed", "interrupted"):
-            facts.insert(0, status)
+        if status in ("cancelled", "failed", "interrupted", "cut_off"):
+            facts.insert(0, status.replace("_", " "))
         self._facts = facts
         widgets.append(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
         return widgets
@@ -177,7 +189,7 @@ class AssistantReply(Vertical):
         reply = cls(turn.preset if turn else "", label, references)
         reply._saved = (exchange_reply, turn)
         status = turn.status if turn else "ok"
-        reply.add_class(f"-{'failed' if status == 'interrupted' else status}")
+        reply.add_class(f"-{_MARKS.get(status, status)}")
         return reply
 
     def _saved_widgets(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> list[Widget]:

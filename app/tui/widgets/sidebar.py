@@ -66,4 +66,5 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         if status == "ok" and aggregator.status != "ok":
             aggregator.finish("ok")
         elif status != "ok":
-            aggregator.finish("cancelled" if status == "cancelled" else "failed", error)
+            # The card keeps the reason its own call reported, when it has one; else the turn's.
+            aggregator.finish(status if status in ("cancelled", "cut_off") else "failed", aggregator.error or error)
