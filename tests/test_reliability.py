@@ -129,3 +129,77 @@ def test_snapshot_a_cut_off_reply(snap_compare, wire_config, llm_server, home, f
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+# --------------------------------------------------------------------------- terminal escape injection
+
+ESCAPES = {
+    "osc52-clipboard": "\x1b]52;c;ZWNobyBwd25lZA==\x07",
+    "osc0-title": "\x1b]0;pwned title\x07",
+    "osc2-title": "\x1b]2;pwned title\x1b\\",
+    "csi-clear-screen": "\x1b[2J\x1b[H",
+    "c1-csi-clear": "\x9b2J",
+    "bell-and-backspace": "\x07\x08\x08",
+}
+
+
+def _acts(text: str) -> bool:
+    """Whether `text` holds a byte a terminal would act on (tab and newline are fine)."""
+    return any(ch in text for ch in "\x1b\x9b\x07\x08\r") or any(0x80 <= ord(ch) <= 0x9F for ch in text)
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_ask_never_writes_an_escape_sequence_from_a_model_tool_or_provider(wire_config, llm_server, home, name):
+    wire_config()
+    sequence = ESCAPES[name]
+    llm_server.script("agg", Reply(text=f"before {sequence} after\ttabbed\nnext line"))
+    llm_server.script("ref-b", Reply(status=500, error=f"upstream said {sequence}"))
+    result = run("ask", "q")
+    assert result.returncode == 0, result.stderr
+    assert not _acts(result.stdout) and not _acts(result.stderr)
+    assert "before " in result.stdout and " after\ttabbed\nnext line" in result.stdout  # tab, newline kept
+    assert "␛" in result.stdout or "<U+009B>" in result.stdout or "␇" in result.stdout  # visible, not dropped
+    as_json = run("ask", "q", "--json")
+    assert not _acts(as_json.stdout)
+    assert json.loads(as_json.stdout)["reply"] == f"before {sequence} after\ttabbed\nnext line"  # lossless
+
+
+def test_a_failing_provider_cannot_write_escapes_to_stderr(wire_config, llm_server, home):
+    wire_config()
+    llm_server.script("agg", Reply(status=400, error="bad request \x1b]52;c;cHduZWQ=\x07 \x9b2J"))
+    result = run("ask", "q")
+    assert result.returncode == 1 and "bad request" in result.stderr
+    assert not _acts(result.stderr)
+
+
+async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_server, home, tmp_path, monkeypatch):
+    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.tool_block import ToolBlock
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.txt").write_text("file text \x1b]0;owned\x07 \x9b2J end")
+    config = wire_config()
+    everything = "".join(ESCAPES.values())
+    llm_server.script(
+        "agg",
+        [
+            Reply(
+                text=f"reading {everything}",
+                tool_calls=[ScriptedToolCall("read_file", json.dumps({"path": "evil.txt"}))],
+            ),
+            Reply(text=f"done {everything}"),
+        ],
+    )
+    llm_server.script("ref-a", Reply(text=f"advice {everything}"))
+    app = make_app(config, "wire")
+    async with app.run_test(size=(110, 40)) as pilot:
+        await run_turn(pilot, f"question {everything}")
+        shown = [str(widget.render()) for widget in app.screen.query("*") if hasattr(widget, "render")]
+        markdown = [m.source for m in app.query("Markdown")]
+        block = app.query_one(ToolBlock)
+        card = app.query_one(ReferenceSidebar).card(0)
+        for text in (*markdown, block.event.result or "", card.text, *(str(n.render()) for n in app.query(Notice))):
+            assert not _acts(text), repr(text)
+        assert "␛]0;owned" in (block.event.result or "")
+        assert any("done ␛]52;c;" in text for text in markdown)
+        assert all(not _acts(text) for text in shown)

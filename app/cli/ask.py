@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import threading
 from typing import Any
@@ -13,6 +12,7 @@ from ..config import Config, Preset
 from ..engine import CancelToken
 from ..session import ChatSession, Notice, TurnResult
 from ..store import SessionStore, StoreError
+from ..terminal import inert, inert_json
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from .progress import Progress
 
@@ -43,13 +43,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     finally:
         session.close()
     if args.json:
-        json.dump(_as_json(preset, result), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(inert_json(_as_json(preset, result), indent=2, ensure_ascii=False) + "\n")
     elif result.text and not result.text.endswith("\n"):
         sys.stdout.write("\n")
     sys.stdout.flush()
     if result.status in ("failed", "cut_off"):
-        print(f"moa-chat: error: {result.error}", file=sys.stderr)
+        print(f"moa-chat: error: {inert(result.error or '')}", file=sys.stderr)
         return EXIT_FAILED
     if result.warning:
         print(f"moa-chat: warning: the reply is whole but {result.warning}", file=sys.stderr)

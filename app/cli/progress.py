@@ -7,6 +7,7 @@ from typing import ClassVar, TextIO
 
 from ..engine import AggregatorStarted, ReferenceFinished, ReferenceStarted, ReplyDelta
 from ..session import Event, Notice, ToolCallEvent
+from ..terminal import inert
 from ..tools.registry import summarize_arguments
 
 
@@ -34,7 +35,7 @@ class Progress:
                         self.out.write("\n\n" if self._wrote_reply else "\n")
                     self._after_tools = False
                     self._any_reply = True
-                    self.out.write(event.text)
+                    self.out.write(inert(event.text))
                     self.out.flush()
                     self._wrote_reply = True
                 return
@@ -44,7 +45,7 @@ class Progress:
                     self.out.write("\n")
                     self.out.flush()
                     self._wrote_reply = False
-                self.err.write(line + "\n")
+                self.err.write(inert(line) + "\n")
                 self.err.flush()
 
     def _describe(self, event: Event) -> str | None:

@@ -3,7 +3,6 @@ JSON with everything the store holds for it."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .sessions import SessionStore, StoredTurn
@@ -85,7 +84,3 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
                 "",
             ]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -13,13 +13,16 @@ event that was posted before it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from textual.message import Message
 
 from ..engine import ReplyDelta
 from ..session import Event, TurnResult
+from ..terminal import inert
 
 
 class CoreEvent(Message):
@@ -45,6 +48,20 @@ class TurnDone(Message):
         self.result = result
 
 
+def _inert(value: Any) -> Any:
+    """A copy of an event with every string in it (nested records included) made inert for the screen."""
+    if isinstance(value, str):
+        return inert(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for field in dataclasses.fields(value):
+            current = getattr(value, field.name)
+            if isinstance(current, str) or (dataclasses.is_dataclass(current) and not isinstance(current, type)):
+                changes[field.name] = _inert(current)
+        return dataclasses.replace(value, **changes)
+    return value
+
+
 class TurnBridge:
     """The observer handed to the core for one turn; `post` must be thread-safe (App.post_message is)."""
 
@@ -58,12 +75,12 @@ class TurnBridge:
         if isinstance(event, ReplyDelta):
             with self._lock:
                 wake = not self._pending
-                self._pending.append(event.text)
+                self._pending.append(inert(event.text))
                 epoch = self._epoch
             if wake:
                 self._post(ReplyText(epoch=epoch))
             return
-        self.post_after_text(CoreEvent(event))
+        self.post_after_text(CoreEvent(_inert(event)))
 
     def post_after_text(self, message: Message) -> None:
         """Post `message` behind all text that arrived before it (a tool block, the end of the turn)."""

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from ...terminal import inert
 from ...tools import ApprovalRequest, Decision
 
 
@@ -59,7 +60,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         request = self.request
         with Vertical(id="approval", classes="modal-panel"):
             yield Static(
-                Content.assemble(("Allow ", "bold"), (request.tool, "bold $warning"), ("?", "bold")),
+                Content.assemble(("Allow ", "bold"), (inert(request.tool), "bold $warning"), ("?", "bold")),
                 classes="modal-title",
             )
             yield Static(
@@ -68,14 +69,17 @@ class ApprovalScreen(ModalScreen[Decision]):
             )
             with VerticalScroll(id="approval-detail"):
                 if request.preview:
-                    yield Static(colour_diff(request.preview), classes="approval-preview")
+                    yield Static(colour_diff(inert(request.preview)), classes="approval-preview")
                 yield Static(
-                    Content(json.dumps(request.arguments, indent=2, ensure_ascii=False)), classes="approval-arguments"
+                    Content(inert(json.dumps(request.arguments, indent=2, ensure_ascii=False))),
+                    classes="approval-arguments",
                 )
             with Horizontal(id="approval-buttons"):
                 # Content, not markup: "[y]" would read as a style tag.
                 yield Button(Content("Allow once  [y]"), id="allow_once", variant="success")
-                yield Button(Content(f"Allow {request.tool} this session  [a]"), id="allow_always", variant="warning")
+                yield Button(
+                    Content(f"Allow {inert(request.tool)} this session  [a]"), id="allow_always", variant="warning"
+                )
                 yield Button(Content("Deny  [n]"), id="deny", variant="error")
 
     def on_mount(self) -> None:

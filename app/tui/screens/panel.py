@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
+from ...terminal import inert
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer
 
@@ -38,5 +39,5 @@ class PanelAnswers(ModalScreen[None]):
                 classes="modal-title",
             )
             with VerticalScroll(id="panel-body"):
-                yield Markdown(panel_markdown(self.answers), id="panel-markdown")
+                yield Markdown(inert(panel_markdown(self.answers)), id="panel-markdown")
             yield Static(Content.assemble(("Esc", "bold"), " close"), classes="modal-hint")

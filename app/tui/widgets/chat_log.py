@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from ...config import Preset
 from ...session import Exchange
+from ...terminal import inert
 from .reply import AssistantReply
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
@@ -97,7 +98,7 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(text), classes="user-message")
+        super().__init__(Content(inert(text)), classes="user-message")
         self.text = text
 
 
@@ -105,7 +106,7 @@ class Notice(Static):
     """A note from moa-chat itself (not a model): start-up hints, warnings, the iteration cap."""
 
     def __init__(self, text: str, level: str = "info") -> None:
-        super().__init__(Content(text), classes=f"notice -{level}")
+        super().__init__(Content(inert(text)), classes=f"notice -{level}")
 
 
 class Welcome(Static):

@@ -16,6 +16,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
+from ...terminal import inert
 from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -148,12 +149,13 @@ class AssistantReply(Vertical):
         self.finished = True
         widgets: list[Widget] = []
         if status == "failed":
-            widgets.append(Static(Content.assemble(("✗ ", "bold"), error or "the turn failed"), classes="reply-error"))
+            why = inert(error or "the turn failed")
+            widgets.append(Static(Content.assemble(("✗ ", "bold"), why), classes="reply-error"))
         elif status in ("cut_off", "interrupted"):
-            why = error or "the reply never finished: moa-chat stopped while it streamed"
+            why = inert(error or "the reply never finished: moa-chat stopped while it streamed")
             widgets.append(Static(Content.assemble(("✂ ", "bold"), why), classes="reply-warning"))
         elif warning:
-            widgets.append(Static(Content.assemble(("⚠ ", "bold"), warning), classes="reply-warning"))
+            widgets.append(Static(Content.assemble(("⚠ ", "bold"), inert(warning)), classes="reply-warning"))
         facts = [self.preset_name, self.aggregator]
         if seconds is not None:
             facts.append(f"{seconds:.1f}s")
@@ -202,17 +204,17 @@ class AssistantReply(Vertical):
             content = str(message.get("content") or "")
             if content:
                 texts.append(content)
-                widgets.append(Markdown(content, classes="reply-markdown"))
+                widgets.append(Markdown(inert(content), classes="reply-markdown"))
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 call_id = str(call.get("id", ""))
                 result = results.get(call_id)
                 event = ToolCallEvent(
                     call_id,
-                    str(function.get("name", "")),
-                    str(function.get("arguments", "")),
+                    inert(str(function.get("name", ""))),
+                    inert(str(function.get("arguments", ""))),
                     "done" if result is not None else "cancelled",
-                    result,
+                    inert(result) if result is not None else None,
                 )
                 block = ToolBlock(event)
                 self._tools[call_id] = block
