@@ -5,6 +5,7 @@ the loopback server, through the real openai SDK, as a user runs `moa-chat ask`.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
@@ -203,3 +204,83 @@ async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_
         assert "␛]0;owned" in (block.event.result or "")
         assert any("done ␛]52;c;" in text for text in markdown)
         assert all(not _acts(text) for text in shown)
+
+
+# --------------------------------------------------------------------------- secrets
+
+FAKE_KEY = "sk-moa-test-7c1e5b9a3d2f4e6a8b0c1d2e3f4a5b6c"
+
+
+def test_commands_run_by_tools_do_not_see_keys(wire_config, llm_server, home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WIRE_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "token-value-123456")
+    monkeypatch.setenv("DEPLOY_SECRET", "secret-value-123456")
+    monkeypatch.setenv("GITHUB_TOKEN", "allowed-value-123456")
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value")
+    from conftest import WIRE_CONFIG, write_config
+
+    write_config(
+        home,
+        WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
+            "    max_retries: 0", "    max_retries: 0\n    api_key_env: WIRE_API_KEY"
+        )
+        + "tool_env_allow: [GITHUB_TOKEN]\n",
+    )
+    from moa_chat.config import load_config
+
+    config = load_config()
+    command = ScriptedToolCall("run_command", json.dumps({"command": [sys.executable, "-c", DUMP_ENV]}))
+    llm_server.script("agg", [Reply(tool_calls=[command]), Reply(text="done")])
+    session = ChatSession(config, config.preset("wire"), allow_all=True)
+    result = session.send("show me the environment")
+    assert result.status == "ok", result.error
+    output = next(m["content"] for m in result.new_messages if m["role"] == "tool")
+    assert "PLAIN_SETTING=plain-value" in output and "GITHUB_TOKEN=allowed-value-123456" in output
+    for hidden in (FAKE_KEY, "token-value-123456", "secret-value-123456"):
+        assert hidden not in output
+
+
+DUMP_ENV = "import os; print('\\n'.join(f'{k}={v}' for k, v in sorted(os.environ.items())))"
+
+
+def test_a_provider_echoing_the_key_in_its_error_is_redacted(wire_config, llm_server, home, monkeypatch):
+    monkeypatch.setenv("WIRE_API_KEY", FAKE_KEY)
+    from conftest import WIRE_CONFIG, write_config
+
+    write_config(
+        home,
+        WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
+            "    max_retries: 0", "    max_retries: 0\n    api_key_env: WIRE_API_KEY"
+        ),
+    )
+    llm_server.script("agg", Reply(status=401, error=f"Invalid key: Bearer {FAKE_KEY}"))
+    llm_server.script("ref-a", Reply(status=403, error=f"key {FAKE_KEY} may not use this model"))
+    result = run("ask", "q", "--json")
+    assert result.returncode == 1
+    assert FAKE_KEY not in result.stdout and FAKE_KEY not in result.stderr
+    assert "Invalid key: Bearer [redacted]" in result.stderr
+    assert json.loads(result.stdout)["references"][0]["error"].startswith("HTTP 403: key [redacted] may not")
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Invalid key: Bearer abcdefghijklmnop1234", "Invalid key: [redacted]"),
+        ("key sk-proj-AbCdEfGhIjKlMnOp rejected", "key [redacted] rejected"),
+        ("use AIzaSyA1234567890abcdefghijklmnop here", "use [redacted] here"),
+        ("gsk_0123456789abcdefABCDEF is not valid", "[redacted] is not valid"),
+        # Nothing else is touched: code, dates, hashes, addresses, line numbers, model names.
+        ("def task_sk(x): return x", "def task_sk(x): return x"),
+        ("2026-12-01T00:07:34Z at 10.0.0.1:8080, line 42", "2026-12-01T00:07:34Z at 10.0.0.1:8080, line 42"),
+        ("commit 3f2a9c1b7e4d5f6a7b8c9d0e1f2a3b4c5d6e7f8a", "commit 3f2a9c1b7e4d5f6a7b8c9d0e1f2a3b4c5d6e7f8a"),
+        ("model gpt-4.1-mini not found; try task-force-2026", "model gpt-4.1-mini not found; try task-force-2026"),
+    ],
+)
+def test_redaction_takes_keys_and_nothing_else(text, expected):
+    from moa_chat.llm.errors import redact
+
+    assert redact(text) == expected

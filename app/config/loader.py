@@ -166,6 +166,9 @@ def _build_config(raw: Any, path: Path) -> Config:
 
     tools = _parse_tools(raw.get("tools"), ctx, raw, "tools")
     max_iterations = raw.get("max_iterations", DEFAULT_MAX_ITERATIONS)
+    tool_env_allow = raw.get("tool_env_allow", [])
+    if not isinstance(tool_env_allow, list) or not all(isinstance(v, str) for v in tool_env_allow):
+        raise ctx.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
     ctx.expect_int(max_iterations, raw, "max_iterations", minimum=1)
 
     mcp_servers: dict[str, McpServerConfig] = {}
@@ -184,6 +187,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         tools=tools,
         mcp_servers=mcp_servers,
         max_iterations=max_iterations,
+        tool_env_allow=tuple(tool_env_allow),
     )
 
 

@@ -104,6 +104,8 @@ class Config:
     tools: tuple[str, ...] | None = None  # None: the built-in default set
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
+    # Secret-looking variables that commands run by tools may still see (all others are withheld).
+    tool_env_allow: tuple[str, ...] = ()
 
     def preset(self, name: str) -> Preset:
         try:

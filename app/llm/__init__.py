@@ -16,7 +16,7 @@ import openai
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
-from .errors import CutOff, LLMCallError, describe_error
+from .errors import CutOff, LLMCallError, describe_error, redact
 from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response
 from .usage import Usage
 
@@ -105,8 +105,10 @@ def call_llm(
     try:
         response = client.chat.completions.create(**request)
     except openai.OpenAIError as exc:
+        # A provider may echo the request's Authorization header or the key itself: never pass that on.
+        reason = redact(describe_error(exc), (api_key,))
         raise LLMCallError(
-            describe_error(exc), provider=provider, model=model, task=task, status=getattr(exc, "status_code", None)
+            reason, provider=provider, model=model, task=task, status=getattr(exc, "status_code", None)
         ) from exc
     if stream:
         return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import openai
@@ -39,6 +40,22 @@ class CutOff(LLMCallError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+# What a key or a credential looks like when a provider echoes it back in an error message.
+_SECRET_SHAPES = re.compile(
+    r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value
+    r"|\b(sk|pk|rk|gsk|xai|csk|fw)[-_][A-Za-z0-9_-]{12,}"  # common provider key prefixes
+    r"|\bAIza[0-9A-Za-z_-]{20,}"  # Google API keys
+)
+
+
+def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """`text` without the given secret values or anything shaped like a key or bearer token."""
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET_SHAPES.sub("[redacted]", text)
 
 
 def describe_error(exc: BaseException) -> str:

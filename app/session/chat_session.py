@@ -24,6 +24,7 @@ from ..llm import call_llm, describe_error
 from ..providers import preflight
 from ..store import SessionStore, StoredMessage, StoreError
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
+from ..tools.environment import tool_environment
 from .events import Notice, Observer
 from .history import Exchange, exchanges
 from .ledger import UsageLedger
@@ -47,7 +48,7 @@ class ChatSession:
         self.preset = preset
         self.messages: list[dict[str, Any]] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
-        self.workspace = workspace or Workspace(Path.cwd())
+        self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
         self.approval = ApprovalPolicy(ask, allow_all=allow_all)
         self.mcp = McpHub(config.mcp_servers)
         self._mcp_started = threading.Event()

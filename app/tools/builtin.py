@@ -244,6 +244,7 @@ def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> st
         process = subprocess.Popen(
             argv,
             cwd=ws.root,
+            env=ws.environment,
             shell=shell,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -8,8 +8,10 @@ from .registry import ToolError
 
 
 class Workspace:
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, environment: dict[str, str] | None = None) -> None:
         self.root = Path(root).resolve()
+        # What commands started here see: the process's environment without its secrets (tools.environment).
+        self.environment = environment
 
     def resolve(self, raw: str) -> Path:
         """An absolute path inside the workspace, symlinks followed; anything that escapes is refused."""
