@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow tools that change something (write_file, run_command, ...); without it they are "
         "denied, since ask never prompts",
     )
+    ask_.add_argument(
+        "--allow-local",
+        action="store_true",
+        help="let fetch_url reach this machine and its network (localhost, the LAN, cloud metadata) without "
+        "asking; --yes does not allow that",
+    )
     ask_.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the latest session")
     ask_.add_argument("--no-save", action="store_true", help="store nothing of this turn")
 

@@ -67,7 +67,8 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
     if args.no_save and (args.continue_ or wanted):
         raise StoreError("--no-save cannot continue a stored session: drop one of them")
     store = None if args.no_save else SessionStore()
-    session = ChatSession(config, preset, allow_all=args.yes, store=store)  # ask never prompts: --yes or deny
+    # ask never prompts: --yes allows changes, --allow-local reaching local addresses; the rest is denied.
+    session = ChatSession(config, preset, allow_all=args.yes, allow_local=args.allow_local, store=store)
     if store is not None and (args.continue_ or wanted):
         latest = store.latest()
         if not wanted and latest is None:

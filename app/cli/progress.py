@@ -67,7 +67,11 @@ class Progress:
             took = f" {event.seconds:.1f}s" if event.seconds else ""
             why = ""
             if event.status == "denied":
-                why = " (needs approval: run with --yes to allow)"
+                why = (
+                    " (it reaches this machine or its network: run with --allow-local to allow)"
+                    if event.name == "fetch_url"
+                    else " (needs approval: run with --yes to allow)"
+                )
             elif event.status == "failed" and event.result:
                 why = f": {event.result.splitlines()[0][:160]}"
             return f"  ⚙ {event.name}({summarize_arguments(event.arguments)}) {event.status}{took}{why}"

@@ -41,6 +41,7 @@ class ChatSession:
         workspace: Workspace | None = None,
         ask: Approver | None = None,
         allow_all: bool = False,
+        allow_local: bool = False,
         call: CallLLM = call_llm,
         store: SessionStore | None = None,
     ) -> None:
@@ -49,7 +50,7 @@ class ChatSession:
         self.messages: list[dict[str, Any]] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
-        self.approval = ApprovalPolicy(ask, allow_all=allow_all)
+        self.approval = ApprovalPolicy(ask, allow_all=allow_all, allow_local=allow_local)
         self.mcp = McpHub(config.mcp_servers)
         self._mcp_started = threading.Event()
         if not config.mcp_servers:

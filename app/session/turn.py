@@ -230,7 +230,10 @@ class Turn:
             decision: Decision = "deny"
             if self.approver is not None:
                 preview = tool.preview(arguments) or reason or None
-                decision = self.approver(ApprovalRequest(call.id, call.name, arguments, preview))
+                request = ApprovalRequest(
+                    call.id, call.name, arguments, preview, kind="reach" if tool.read_only else "change"
+                )
+                decision = self.approver(request)
             if self.cancel.cancelled:
                 report("cancelled", CANCELLED)
                 return CANCELLED

@@ -15,6 +15,9 @@ class ApprovalRequest:
     tool: str
     arguments: dict[str, Any]
     preview: str | None = None  # e.g. the diff a write_file call would make
+    # "change": the tool changes something; "reach": a reading tool that would reach this machine or its
+    # network (fetch_url to localhost, the LAN, cloud metadata).
+    kind: Literal["change", "reach"] = "change"
 
 
 Approver = Callable[[ApprovalRequest], Decision]
@@ -23,13 +26,15 @@ Approver = Callable[[ApprovalRequest], Decision]
 class ApprovalPolicy:
     """Calls that only read never get here. The rest ask `ask` (if any) unless allowed for the session."""
 
-    def __init__(self, ask: Approver | None = None, *, allow_all: bool = False) -> None:
+    def __init__(self, ask: Approver | None = None, *, allow_all: bool = False, allow_local: bool = False) -> None:
         self.ask = ask
-        self.allow_all = allow_all
+        self.allow_all = allow_all  # `ask --yes`: tools that change something
+        self.allow_local = allow_local  # `ask --allow-local`: reading this machine and its network; --yes is not it
         self.always: set[str] = set()
 
     def __call__(self, request: ApprovalRequest) -> Decision:
-        if self.allow_all or request.tool in self.always:
+        allowed = self.allow_local if request.kind == "reach" else self.allow_all
+        if allowed or request.tool in self.always:
             return "allow_once"
         if self.ask is None:
             return "deny"

@@ -5,25 +5,22 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fnmatch
-import ipaddress
 import math
 import os
 import re
 import shlex
 import signal
-import socket
 import stat
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from ..engine.cancel import Cancelled, CancelToken
+from .fetch import Resolver, fetch
+from .fetch import approval_reason as fetch_approval_reason
 from .registry import Tool, ToolError, optional, required
 from .workspace import Workspace
 
@@ -355,53 +352,12 @@ class _TextOfHtml(HTMLParser):
         return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(self.parts))).strip()
 
 
-def _local_address(args: dict[str, Any]) -> str | None:
-    """Why fetching this URL needs approval: it reaches this machine or its network (a model led astray
-    could read local services or cloud metadata), or None for a public address."""
-    host = urllib.parse.urlsplit(str(args.get("url", ""))).hostname
-    if not host:
-        return None
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except (OSError, UnicodeError):
-        return None  # it will not be fetched either
-    for address in sorted(str(a) for a in addresses):
-        ip = ipaddress.ip_address(address.split("%")[0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified:
-            return f"{host} is a local or private address ({address}): fetching it reaches this machine or its network"
-    return None
-
-
-def _fetch_url(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _fetch_url(resolver: Resolver, args: dict[str, Any], cancel: CancelToken) -> str:
     url = required(args, "url")
     if not re.match(r"^https?://", url, re.I):
         raise ToolError("only http:// and https:// URLs can be fetched")
     limit = max(1_000, min(optional(args, "max_bytes", int, 200_000), MAX_FETCH_BYTES))
-    timeout = MAX_FETCH_TIMEOUT
-    request = urllib.request.Request(url, headers={"User-Agent": "moa-chat (fetch_url tool)"})
-    started = time.monotonic()
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = response.status
-            kind = response.headers.get("Content-Type", "")
-            chunks, size = [], 0
-            while size <= limit:
-                cancel.raise_if_cancelled()
-                if time.monotonic() - started > timeout:
-                    raise ToolError(f"gave up after {timeout:g}s")
-                chunk = response.read1(16_384)  # what has arrived: read() would wait for all 16 KB
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-    except urllib.error.HTTPError as exc:
-        raise ToolError(f"HTTP {exc.code} {exc.reason} from {url}") from exc
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ToolError(f"cannot fetch {url}: {reason}") from exc
-    data = b"".join(chunks)
-    cut = len(data) > limit
-    data = data[:limit]
+    status, kind, data, cut = fetch(resolver, url, limit=limit, timeout=MAX_FETCH_TIMEOUT, cancel=cancel)
     if _is_binary(data) and "text" not in kind and "json" not in kind:
         return f"HTTP {status}, {kind or 'unknown type'}: binary content ({len(data):,} bytes) not shown"
     text = data.decode("utf-8", errors="replace")
@@ -422,6 +378,7 @@ def _path_param(description: str) -> dict[str, Any]:
 
 def builtin_tools(workspace: Workspace) -> list[Tool]:
     ws = workspace
+    resolver = Resolver()  # one per tool set: fetch_url's approval check and its fetch share answers
 
     def bind(function: Any) -> Any:
         return lambda args, cancel: function(ws, args, cancel)
@@ -523,8 +480,8 @@ def builtin_tools(workspace: Workspace) -> list[Tool]:
                 "required": ["url"],
             },
             read_only=True,
-            run=bind(_fetch_url),
-            asks_when=_local_address,
+            run=lambda args, cancel: _fetch_url(resolver, args, cancel),
+            asks_when=lambda args: fetch_approval_reason(resolver, args),
         ),
     ]
 
