@@ -59,14 +59,16 @@ def _is_binary(data: bytes) -> bool:
 
 
 def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
-    path = ws.resolve(required(args, "path"))
+    raw_path = required(args, "path")
+    path = ws.resolve(raw_path)
     if not path.is_file():
         raise ToolError(f"{ws.relative(path)} is not a file" if path.exists() else f"no such file: {args['path']}")
     start = optional(args, "start_line", int, 1)
     end = optional(args, "end_line", int, 0)
     if start < 1 or (end and end < start):
         raise ToolError("start_line must be >= 1 and end_line >= start_line")
-    size = path.stat().st_size
+    fd, path = ws.open(raw_path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
     rel = ws.relative(path)
     chosen: list[str] = []
     used = 0
@@ -74,7 +76,7 @@ def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
     cut = False  # lines in the asked range left out by the caps
     count = 0
     counted_all = True
-    with path.open("rb") as handle:
+    with os.fdopen(fd, "rb") as handle:
         if _is_binary(handle.read(8192)):
             raise ToolError(f"{rel} is a binary file ({size:,} bytes); not shown")
         handle.seek(0)
@@ -119,7 +121,9 @@ def _list_directory(ws: Workspace, args: dict[str, Any], cancel: CancelToken) ->
     lines = [f"{ws.relative(path)}/ ({len(entries)} entries)"]
     for entry in entries[:MAX_LIST_ENTRIES]:
         if entry.is_symlink():
-            lines.append(f"{entry.name} -> {os.readlink(entry)}")
+            target = entry.resolve()
+            where = ws.relative(target) if ws.inside(target) else "(outside the working directory)"
+            lines.append(f"{entry.name} -> {where}")
         elif entry.is_dir():
             lines.append(f"{entry.name}/")
         else:
@@ -203,7 +207,11 @@ def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str
         raise ToolError(f"{ws.relative(path)} is a directory")
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
+    # Opened without truncating, checked, then truncated: a path swapped to a link outside is never written.
+    fd, path = ws.open(required(args, "path"), os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(fd, "wb") as handle:
+        handle.truncate(0)
+        handle.write(content.encode("utf-8"))
     return f"{'replaced' if existed else 'created'} {ws.relative(path)} ({len(content.encode()):,} bytes)"
 
 
