@@ -44,8 +44,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         session.close()
     if args.json:
         sys.stdout.write(inert_json(_as_json(preset, result), indent=2, ensure_ascii=False) + "\n")
-    elif result.text and not result.text.endswith("\n"):
-        sys.stdout.write("\n")
+    else:
+        progress.end_line()  # the streamed reply (or what came of it) ends its line
     sys.stdout.flush()
     if result.status in ("failed", "cut_off"):
         print(f"moa-chat: error: {inert(result.error or '')}", file=sys.stderr)
@@ -83,18 +83,26 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     cancel = CancelToken()
     box: dict[str, TurnResult] = {}
-    worker = threading.Thread(
-        target=lambda: box.setdefault("result", session.send(prompt, observer=progress, cancel=cancel)), daemon=True
-    )
-    worker.start()
+    # An Event, not Thread.join: a Ctrl-C that interrupts join() can leave the thread looking finished
+    # (CPython 3.11), and the process would exit before the cancel had killed a running command.
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["result"] = session.send(prompt, observer=progress, cancel=cancel)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="moa-ask-turn", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.1)
+        while not done.wait(0.1):
+            pass
     except KeyboardInterrupt:
         cancel.cancel()
         with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
-            worker.join(5)
+            done.wait(10)
     if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
+        progress.end_line()
         print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     return box["result"]

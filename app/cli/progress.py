@@ -22,6 +22,7 @@ class Progress:
         self._wrote_reply = False
         self._any_reply = False
         self._after_tools = False
+        self._ends_line = False  # the last reply text written ended with a newline
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -36,6 +37,7 @@ class Progress:
                     self._after_tools = False
                     self._any_reply = True
                     self.out.write(inert(event.text))
+                    self._ends_line = event.text.endswith("\n")
                     self.out.flush()
                     self._wrote_reply = True
                 return
@@ -47,6 +49,14 @@ class Progress:
                     self._wrote_reply = False
                 self.err.write(inert(line) + "\n")
                 self.err.flush()
+
+    def end_line(self) -> None:
+        """End the reply (whole or cut short) on a line of its own, so the shell prompt does not follow it."""
+        with self._lock:
+            if self._wrote_reply and self.out is not None and not self._ends_line:
+                self.out.write("\n")
+                self.out.flush()
+            self._wrote_reply = False
 
     def _describe(self, event: Event) -> str | None:
         if isinstance(event, ReferenceStarted):
