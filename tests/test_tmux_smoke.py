@@ -136,3 +136,22 @@ def test_a_chat_is_saved_and_resume_brings_it_back(home):
         quit_and_wait(tmux)
     finally:
         tmux("kill-server", check=False)
+
+
+@pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
+def test_sigterm_and_sighup_leave_the_terminal_as_they_found_it(home, signal_name):
+    tmux = Tmux(f"moa-smoke-signal-{signal_name}-{os.getpid()}")
+    start(tmux, home)
+    try:
+        tmux.wait_for("Ask the panel")
+        assert tmux("display", "-p", "-t", "smoke", "#{alternate_on}").strip() == "1"
+        pid = int(tmux("display", "-p", "-t", "smoke", "#{pane_pid}").strip())
+        tmux("set-option", "-t", "smoke", "remain-on-exit", "on")
+        os.kill(pid, getattr(__import__("signal"), f"SIG{signal_name}"))
+        deadline = time.monotonic() + 10
+        while tmux("display", "-p", "-t", "smoke", "#{pane_dead}").strip() != "1" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        state = tmux("display", "-p", "-t", "smoke", "#{pane_dead} #{alternate_on} #{mouse_any_flag}")
+        assert state.split() == ["1", "0", "0"]  # exited, as Ctrl+Q leaves it: the normal screen, mouse off
+    finally:
+        tmux("kill-server", check=False)

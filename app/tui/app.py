@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path, PurePath
@@ -74,6 +77,12 @@ class MoAChatApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
+        # A closed terminal (SIGHUP) or a kill (SIGTERM) ends the app the way Ctrl+Q does: the turn is
+        # cancelled, commands and MCP servers stop, and the terminal gets its screen, mouse and cursor back.
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(number, self.exit)
 
     def _on_theme_changed(self, theme: Theme) -> None:
         if self._remember_theme:
