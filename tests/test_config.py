@@ -238,10 +238,52 @@ def test_unknown_preset_lists_available_ones_and_never_switches(home):
         choose_start(config, "reveiw")
 
 
-def test_unknown_default_preset_is_an_error_too(home):
-    config = load_config(write_config(home, "moa:\n  default_preset: nothing-here\n"))
-    with pytest.raises(UnknownPresetError, match="available presets"):
-        choose_start(config)
+def test_unknown_default_preset_is_an_error_with_its_line(home):
+    path = write_config(home, "moa:\n  default_preset: fronteir\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: moa.default_preset: unknown preset 'fronteir'")
+    assert "did you mean 'frontier'" in message and "available presets" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [
+        ("moa:\n  defualt_preset: demo\n", 2, "moa: unknown key 'defualt_preset' (did you mean 'default_preset'?)"),
+        ("system_prompt: be brief\n", 1, "config.yaml: unknown key 'system_prompt'"),
+        ("modles: []\n", 1, "config.yaml: unknown key 'modles'; known keys: moa, providers"),
+        ("max_iteration: 3\n", 1, "(did you mean 'max_iterations'?)"),
+    ],
+)
+def test_unknown_keys_at_every_level_name_file_line_and_a_guess(home, text, line, expected):
+    path = write_config(home, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}:{line}: ") and expected in str(info.value)
+
+
+def test_an_unknown_provider_stops_the_preset_before_any_request_with_its_line(home):
+    from moa_chat.providers import preflight
+
+    path = write_config(
+        home,
+        """
+        moa:
+          presets:
+            mine:
+              reference_models:
+                - provider: openai
+                  model: gpt-4.1-mini
+                - provider: antropic
+                  model: claude
+              aggregator: {provider: openai, model: gpt-4.1}
+        """,
+    )
+    config = load_config(path)  # a config shared with another tool still loads...
+    error, _warning = preflight(config, config.preset("mine"))  # ...but this preset cannot run
+    assert error is not None and error.startswith(f"{path}:7: preset 'mine' reference 2: unknown provider 'antropic'")
+    assert preflight(config, config.preset("demo"))[0] is None
 
 
 @pytest.mark.parametrize("provider", ["review", "moa"])

@@ -45,6 +45,8 @@ PRESET_KEYS = (
     "fanout",
     "max_iterations",
 )
+TOP_LEVEL_KEYS = ("moa", "providers", "keymap", "tools", "max_iterations", "mcp_servers", "tool_env_allow")
+MOA_KEYS = ("default_preset", "presets")
 PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries")
 MCP_SERVER_KEYS = ("command", "args", "env", "cwd")
 
@@ -77,11 +79,25 @@ def load_config(path: Path | str | None = None) -> Config:
             text = config_path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read config file: {exc.strerror}", path=config_path) from exc
+        except UnicodeDecodeError as exc:
+            line = text_line_of(config_path, exc.start)
+            raise ConfigError(
+                f"the file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it "
+                "as UTF-8",
+                path=config_path,
+                line=line,
+            ) from exc
         raw = _parse(text, config_path)
     config = _build_config(raw if raw is not None else PositionedDict(), config_path)
     with _cache_lock:
         _cache[config_path] = (stamp, config)
     return config
+
+
+def text_line_of(path: Path, offset: int) -> int:
+    """The 1-based line of a byte offset in a file (for errors about undecodable bytes)."""
+    with path.open("rb") as handle:
+        return handle.read(offset).count(b"\n") + 1
 
 
 def load_config_text(text: str, path: str = "<config>") -> Config:
@@ -136,6 +152,7 @@ def _build_config(raw: Any, path: Path) -> Config:
     ctx = _Context(path)
     if not isinstance(raw, dict):
         raise ctx.error(None, "the file must hold a mapping of sections (moa:, providers:, ...)", raw)
+    ctx.check_keys(raw, TOP_LEVEL_KEYS, "config.yaml")
 
     providers = dict(BUILTIN_PROVIDERS)
     raw_providers = raw.get("providers")
@@ -149,6 +166,7 @@ def _build_config(raw: Any, path: Path) -> Config:
     moa = raw.get("moa")
     if moa is not None:
         ctx.expect_mapping(moa, "moa", raw, "moa")
+        ctx.check_keys(moa, MOA_KEYS, "moa")
         user_presets = moa.get("presets")
         if user_presets is not None:
             ctx.expect_mapping(user_presets, "moa.presets", moa, "presets")
@@ -157,8 +175,16 @@ def _build_config(raw: Any, path: Path) -> Config:
         default_preset = moa.get("default_preset")
         if default_preset is not None and not isinstance(default_preset, str):
             raise ctx.error(moa, "moa.default_preset must be a preset name", "default_preset")
+        if default_preset is not None and default_preset not in presets:
+            raise ctx.error(
+                moa,
+                f"moa.default_preset: unknown preset {default_preset!r}{did_you_mean(default_preset, presets)}; "
+                f"available presets: {', '.join(sorted(presets))}",
+                "default_preset",
+            )
 
     _check_no_recursion(presets, providers, ctx)
+    problems = _unknown_providers(presets, providers, ctx, moa)
 
     keymap = raw.get("keymap") or {}
     if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
@@ -188,6 +214,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         mcp_servers=mcp_servers,
         max_iterations=max_iterations,
         tool_env_allow=tuple(tool_env_allow),
+        problems=problems,
     )
 
 
@@ -391,6 +418,39 @@ def _parse_mcp_server(name: str, body: Any, ctx: _Context, parent: Any) -> McpSe
         env={str(k): str(v) for k, v in env.items()},
         cwd=body.get("cwd"),
     )
+
+
+def _unknown_providers(
+    presets: dict[str, Preset], providers: dict[str, ProviderConfig], ctx: _Context, moa: Any
+) -> dict[str, ConfigError]:
+    """Presets whose slots name a provider nobody defined, with where. Not fatal at load (a config shared
+    with another tool may name its providers; the seed's does), but a front end refuses to run such a
+    preset and says where the name is."""
+    found: dict[str, ConfigError] = {}
+    user_presets = moa.get("presets") if isinstance(moa, dict) else None
+    for name, preset in presets.items():
+        body = user_presets.get(name) if isinstance(user_presets, dict) else None
+        for where, slot in (
+            ("aggregator", preset.aggregator),
+            *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)),
+        ):
+            if slot.provider in providers or not slot.enabled:
+                continue
+            slot_body: Any = None
+            if isinstance(body, dict):
+                if where == "aggregator":
+                    slot_body = body.get("aggregator")
+                elif isinstance(body.get("reference_models"), list):
+                    slot_body = body["reference_models"][int(where.split()[1]) - 1]
+            error = ctx.error(
+                slot_body if isinstance(slot_body, dict) else body,
+                f"preset {name!r} {where}: unknown provider {slot.provider!r}"
+                f"{did_you_mean(slot.provider, providers)}; define it under providers: (base_url:, api_key_env:) "
+                f"or use one of: {', '.join(sorted(providers))}",
+                "provider" if isinstance(slot_body, dict) else None,
+            )
+            found.setdefault(name, error)
+    return found
 
 
 def _check_no_recursion(presets: dict[str, Preset], providers: dict[str, ProviderConfig], ctx: _Context) -> None:

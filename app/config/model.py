@@ -106,6 +106,8 @@ class Config:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     # Secret-looking variables that commands run by tools may still see (all others are withheld).
     tool_env_allow: tuple[str, ...] = ()
+    # Presets that cannot run as written (an unknown provider), with the error that says where.
+    problems: dict[str, ConfigError] = field(default_factory=dict)
 
     def preset(self, name: str) -> Preset:
         try:

@@ -64,7 +64,10 @@ def missing_keys(config: Config, preset: Preset) -> dict[str, str]:
 
 
 def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
-    """(error, warning) before a turn: a keyless aggregator is an error, keyless references a warning."""
+    """(error, warning) before a turn: a preset naming an unknown provider or a keyless aggregator is an
+    error, keyless references a warning."""
+    if preset.name in config.problems and config.presets.get(preset.name) is preset:
+        return str(config.problems[preset.name]), None
     missing = missing_keys(config, preset)
     aggregator = preset.aggregator
     if aggregator.provider in missing:
