@@ -324,3 +324,38 @@ def test_ctrl_c_in_ask_kills_a_running_command_and_says_nothing_false(
         time.sleep(0.2)
         with pytest.raises(ProcessLookupError):
             os.kill(child, 0)  # the command's process group was killed
+
+
+def test_a_dropped_reference_stays_dropped_and_never_holds_up_the_exit(llm_server, home):
+    import time
+
+    from conftest import write_config
+
+    # The SDK's own retries left on (the default): before, they asked the hung reference again in the
+    # background, and the process waited for them to give up.
+    write_config(
+        home,
+        f"""
+        providers:
+          wire:
+            base_url: {llm_server.base_url}
+        moa:
+          default_preset: wire
+          presets:
+            wire:
+              reference_timeout: 1
+              reference_models:
+                - {{provider: wire, model: ref-a}}
+                - {{provider: wire, model: ref-b}}
+              aggregator: {{provider: wire, model: agg}}
+        """,
+    )
+    llm_server.script("ref-b", Reply(text="too late", delay=30))  # never answers in time
+    started = time.monotonic()
+    result = run("ask", "q", "--json", "--no-save")
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert [r["status"] for r in json.loads(result.stdout)["references"]] == ["ok", "timeout"]
+    assert took < 6  # the process ends with the turn, not when the hung request and its retries give up
+    time.sleep(2)
+    assert len(llm_server.requests_for("ref-b")) == 1  # not retried behind the fan-out's back

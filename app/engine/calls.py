@@ -66,8 +66,10 @@ class ModelCall:
         )
         return self._response
 
-    def close(self) -> None:
-        """Close the stream from another thread (a timed-out reference): its blocked read ends at once."""
+    def abandon(self) -> None:
+        """Give up on this call from another thread (a timed-out reference): a request still waiting for
+        its first byte is walked away from, and an open stream is closed, so its blocked read ends at once."""
+        self._cancel.cancel()
         if self._response is not None and not is_complete_response(self._response):
             close_stream(self._response)
 

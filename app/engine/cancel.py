@@ -46,6 +46,18 @@ class CancelToken:
         if self._event.is_set():
             raise Cancelled()
 
+    def child(self) -> CancelToken:
+        """A token cancelled with this one, that can also be cancelled alone (one reference that timed out)."""
+        child = CancelToken()
+        with self._lock:
+            if self._event.is_set():
+                child._event.set()
+                return child
+            handle = self._next
+            self._next += 1
+            self._closers[handle] = child.cancel
+        return child
+
     @contextlib.contextmanager
     def closing(self, close: Callable[[], object]) -> Iterator[None]:
         """Run `close` if the turn is cancelled while the block runs (or was already cancelled)."""

@@ -63,12 +63,22 @@ class FanOut:
                 "config": config,
                 "stream": True,
                 "stream_options": {"include_usage": True},
+                # No retries behind the fan-out's back: a reference past its timeout is dropped and stays so.
+                "max_retries": 0,
                 **slot_options(slot, preset.reference_temperature),
             }
             if timeout is not None:
                 request["timeout"] = timeout
+            # Its own token: a reference given up on is walked away from at once, even while it still
+            # waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
             model_call = ModelCall(
-                role="reference", slot=slot, request=request, call=call, cancel=cancel, index=index, iteration=iteration
+                role="reference",
+                slot=slot,
+                request=request,
+                call=call,
+                cancel=cancel.child(),
+                index=index,
+                iteration=iteration,
             )
             self.refs.append(_Reference(index, slot, timeout, model_call))
         self._lock = threading.Lock()
@@ -126,7 +136,7 @@ class FanOut:
             text = ref.call.assembler.text if status == "ok" else ""
             ref.result = ReferenceFinished(ref.call.record(status, error), text)
         if status in ("timeout", "cancelled"):
-            ref.call.close()
+            ref.call.abandon()
         emit(self.observer, ref.result)
 
     def _ask(self, ref: _Reference) -> bool:

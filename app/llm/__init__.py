@@ -78,6 +78,7 @@ def call_llm(
     base_url: str | None = None,
     api_key: str | None = None,
     config: Config | None = None,
+    max_retries: int | None = None,
 ) -> Any:
     """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated)."""
     config = config or load_config()
@@ -103,7 +104,8 @@ def call_llm(
         if stream_options is not None:
             request["stream_options"] = stream_options
     try:
-        response = client.chat.completions.create(**request)
+        sdk = client if max_retries is None else client.with_options(max_retries=max_retries)
+        response = sdk.chat.completions.create(**request)
     except openai.OpenAIError as exc:
         # A provider may echo the request's Authorization header or the key itself: never pass that on.
         reason = redact(describe_error(exc), (api_key,))
