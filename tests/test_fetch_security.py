@@ -133,3 +133,26 @@ def test_yes_does_not_allow_local_fetches_allow_local_does(
     assert allowed.returncode == 0, allowed.stderr
     sent = llm_server.requests_for("agg")[-1].messages
     assert any(m["role"] == "tool" and SECRET in m["content"] for m in sent)
+
+
+def test_a_local_host_is_fetched_only_after_its_approval_check(local_secret):
+    resolver = Resolver()
+    url = f"http://127.0.0.1:{local_secret.server_address[1]}/secret"
+    with pytest.raises(ToolError, match="refused"):
+        fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())  # never put to the user
+    assert approval_reason(resolver, {"url": url})  # the check flags it: the user is asked
+    assert fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())[2] == SECRET.encode()
+
+
+def test_the_checked_address_holds_however_long_the_approval_takes(public_redirector, monkeypatch):
+    """Before, a resolution was kept 60 s: an approval slower than that (or a fetch a minute later) saw a
+    new DNS answer. Now a turn's resolver keeps its answers."""
+    import moa_chat.tools.fetch as fetch_module
+
+    answers = iter(["127.0.0.2", "127.0.0.1"])
+    resolver = Resolver(concern=stand_in, lookup=lambda host, port: [(None, None, None, "", (next(answers), 0))])
+    port = public_redirector.server_address[1]
+    url = f"http://slow-approval.test:{port}/page"
+    assert approval_reason(resolver, {"url": url}) is None
+    monkeypatch.setattr(fetch_module.time, "monotonic", lambda: 10_000_000.0)  # much later
+    assert fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())[2] == b"a public page"

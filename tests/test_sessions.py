@@ -215,3 +215,34 @@ def test_edit_creates_a_branch_and_keeps_the_old_one(home, wire_config, llm_serv
     store = session.store
     prompts = [m for m in store.children(store.path(session.id)[1].id, session.id)]
     assert [m.content for m in prompts] == ["more", "more about dogs"]
+
+
+def test_a_reply_with_a_split_surrogate_is_saved_and_send_does_not_raise(home, wire_config, llm_server):
+    config = wire_config()
+    llm_server.script("agg", Reply(text="smile \ud83d\ude00 here", pieces=["smile \ud83d", "\ude00 here"]))
+    session = stored_session(home, config)
+    result = session.send("q")
+    assert result.status == "ok"
+    assert session.store.path(session.id)[-1].content == "smile 😀 here"
+
+
+def test_a_turn_that_cannot_be_saved_does_not_cut_the_stored_conversation(home, wire_config, llm_server, monkeypatch):
+    import sqlite3
+
+    config = wire_config()
+    session = stored_session(home, config)
+    session.send("first")
+    real = session.store.finish_turn
+    calls = {"n": 0}
+
+    def locked_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session.store, "finish_turn", locked_once)
+    session.send("second")
+    session.send("third")
+    prompts = [m.content for m in session.store.path(session.id) if m.role == "user"]
+    assert prompts == ["first", "second", "third"]  # before: a new root, the history cut off

@@ -138,6 +138,10 @@ def test_run_command_stops_when_the_turn_is_cancelled(tools):
 
 
 def test_fetch_url_reads_text_and_refuses_other_schemes(tools, llm_server):
+    # The test server is local: as in a turn, the approval check comes first (and the user said yes).
+    fetch = tools["fetch_url"]
+    for path in ("/models", "/nothing-here"):
+        assert fetch.approval_reason({"url": llm_server.base_url + path})
     text = run(tools, "fetch_url", url=llm_server.base_url + "/models")
     assert text.startswith("HTTP 200 application/json") and '"object": "list"' in text
     with pytest.raises(ToolError, match="only http"):
@@ -211,3 +215,20 @@ def test_search_skips_what_is_not_a_regular_file(tools, ws):
 def test_run_command_refuses_a_timeout_that_is_not_finite(tools):
     with pytest.raises(ToolError, match="timeout"):
         run(tools, "run_command", command=[sys.executable, "-c", "pass"], timeout=float("nan"))
+
+
+def test_write_file_with_text_that_cannot_be_encoded_leaves_the_file_alone(tools, ws):
+    target = ws.root / "keep.txt"
+    target.write_text("important data\n")
+    with pytest.raises(ToolError, match="not valid text"):
+        tools["write_file"].run({"path": "keep.txt", "content": "bad \ud800 text"}, CancelToken())
+    assert target.read_text() == "important data\n"
+
+
+def test_write_file_refuses_a_fifo_instead_of_hanging(tools, ws):
+    os.mkfifo(ws.root / "pipe")
+    started = time.monotonic()
+    assert "not a regular file" in tools["write_file"].preview({"path": "pipe", "content": "x"})
+    with pytest.raises(ToolError, match="not a regular file"):
+        tools["write_file"].run({"path": "pipe", "content": "x"}, CancelToken())
+    assert time.monotonic() - started < 5

@@ -237,7 +237,9 @@ class ChatSession:
         self.messages.extend(result.new_messages)
         self.ledger.extend(result.ledger.records)
         if saver is not None:
-            self.head_id = saver.finish(result)
+            head = saver.finish(result)
+            if head is not None:  # a turn that could not be saved must not cut the stored conversation
+                self.head_id = head
         return result
 
     def _begin_saving(

@@ -82,7 +82,7 @@ class TurnSaver:
             self._partial_id = self.store.save_partial(
                 self.session_id, text, parent_id=self.user_id, turn_id=self.turn_id, message_id=self._partial_id
             )
-        except (StoreError, sqlite3.Error) as exc:
+        except (StoreError, sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
             self._report(exc)
 
     def finish(self, result: TurnResult) -> int | None:
@@ -99,7 +99,7 @@ class TurnSaver:
                 calls=self.calls,
                 partial_id=self._partial_id,
             )
-        except (StoreError, sqlite3.Error) as exc:
+        except (StoreError, sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
             self._report(exc)
             return None
 

@@ -232,7 +232,7 @@ class SessionStore:
                 return self._insert_message(
                     db, session_id, {"role": "assistant", "content": text}, parent_id, turn_id, partial=True
                 )
-            db.execute("UPDATE messages SET content = ? WHERE id = ?", (text, message_id))
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (clean(text), message_id))
             return message_id
 
     def path(self, session_id: str, head_id: int | None = None) -> list[StoredMessage]:
@@ -469,9 +469,17 @@ def _preset_as_json(preset: Preset) -> dict[str, Any]:
 def _text(content: Any) -> str:
     if content is None:
         return ""
-    if isinstance(content, str):
-        return content
-    return json.dumps(content)
+    text = content if isinstance(content, str) else json.dumps(content)
+    return clean(text)
+
+
+def clean(text: str) -> str:
+    """Text SQLite can store: a surrogate pair split across chunks is rejoined, a lone one replaced."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _like(text: str) -> str:

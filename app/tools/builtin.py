@@ -184,6 +184,8 @@ def _write_preview(ws: Workspace, args: dict[str, Any]) -> str:
     path = ws.resolve(required(args, "path"))
     content = required(args, "content")
     name = ws.relative(path)
+    if path.exists() and not path.is_file():
+        return f"{name} is not a regular file: it will not be written"
     if not path.exists():
         lines = content.splitlines()
         return "\n".join(
@@ -205,13 +207,19 @@ def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str
     content = required(args, "content")
     if path.is_dir():
         raise ToolError(f"{ws.relative(path)} is a directory")
+    if path.exists() and not path.is_file():
+        raise ToolError(f"{ws.relative(path)} is not a regular file")
+    try:
+        data = content.encode("utf-8")  # before anything is touched: a bad string must not empty the file
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"the content is not valid text ({exc.reason} at character {exc.start})") from exc
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     # Opened without truncating, checked, then truncated: a path swapped to a link outside is never written.
     fd, path = ws.open(required(args, "path"), os.O_WRONLY | os.O_CREAT)
     with os.fdopen(fd, "wb") as handle:
         handle.truncate(0)
-        handle.write(content.encode("utf-8"))
+        handle.write(data)
     return f"{'replaced' if existed else 'created'} {ws.relative(path)} ({len(content.encode()):,} bytes)"
 
 

@@ -27,7 +27,6 @@ from ..engine.cancel import CancelToken
 from .registry import ToolError
 
 MAX_REDIRECTS = 5
-RESOLVED_FOR = 60.0  # seconds a resolution made for the approval check is the one the fetch uses
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 _METADATA = {ipaddress.ip_address(a) for a in ("169.254.169.254", "100.100.100.200", "168.63.129.16", "fd00:ec2::254")}
 
@@ -51,8 +50,9 @@ class Target:
 
 
 class Resolver:
-    """Resolves each host once and keeps the answer a short while, so that the approval check and the
-    fetch that follows it see the same addresses."""
+    """Resolves each host once and keeps the answer for its whole life (one turn's tool set), so the
+    approval check and the fetch that follows it, however long the user took, see the same addresses.
+    It also remembers which hosts the check found local: only those were put to the user."""
 
     def __init__(
         self,
@@ -62,7 +62,8 @@ class Resolver:
     ) -> None:
         self._concern, self._lookup = concern, lookup
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[float, tuple[str, ...]]] = {}
+        self._seen: dict[str, tuple[str, ...]] = {}
+        self.asked: set[tuple[str, int]] = set()  # local (host, port)s the approval check flagged
 
     def target(self, url: str) -> Target:
         parts = urllib.parse.urlsplit(url)
@@ -80,18 +81,19 @@ class Resolver:
         return Target(scheme, parts.hostname, port, path, addresses, any(self._concern(a) for a in addresses))
 
     def addresses(self, host: str) -> tuple[str, ...]:
-        now = time.monotonic()
         with self._lock:
             seen = self._seen.get(host)
-            if seen and now - seen[0] < RESOLVED_FOR:
-                return seen[1]
+        if seen:
+            return seen
         try:
-            found = tuple(sorted({str(info[4][0]) for info in self._lookup(host, None)}))
+            # getaddrinfo's order (the system's preference), without repeats.
+            found = tuple(dict.fromkeys(str(info[4][0]) for info in self._lookup(host, None)))
         except (OSError, UnicodeError) as exc:
             raise ToolError(f"cannot resolve {host}: {exc}") from exc
+        if not found:
+            raise ToolError(f"cannot resolve {host}: no addresses")
         with self._lock:
-            self._seen[host] = (now, found)
-        return found
+            return self._seen.setdefault(host, found)
 
 
 def approval_reason(resolver: Resolver, args: dict[str, Any]) -> str | None:
@@ -100,28 +102,44 @@ def approval_reason(resolver: Resolver, args: dict[str, Any]) -> str | None:
     except ToolError:
         return None  # it will not be fetched either
     if target.local:
+        resolver.asked.add((target.host, target.port))
         shown = ", ".join(target.addresses)
         return f"{target.host} is a local or private address ({shown}): fetching it reaches this machine or its network"
     return None
 
 
+def _connect(addresses: tuple[str, ...], port: int, timeout: float | None) -> socket.socket:
+    """A connection to the first of the checked addresses that answers (and to no other)."""
+    error: OSError | None = None
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout)
+        except OSError as exc:
+            error = exc
+    raise error or OSError("no address to connect to")
+
+
 class _PinnedHTTP(http.client.HTTPConnection):
     def __init__(self, target: Target, timeout: float) -> None:
         super().__init__(target.host, target.port, timeout=timeout)
-        self._address = target.addresses[0]
+        self._addresses = target.addresses
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._addresses, self.port, self.timeout)
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float) -> None:
         super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
-        self._address = target.addresses[0]
+        self._addresses = target.addresses
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        sock = _connect(self._addresses, self.port, self.timeout)
+        try:
+            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        except BaseException:
+            sock.close()
+            raise
 
 
 def fetch(
@@ -129,12 +147,17 @@ def fetch(
 ) -> tuple[int, str, bytes, bool]:
     """(status, content type, body up to `limit`, whether it was cut), following redirects safely."""
     first = resolver.target(url)
-    # A local first host was approved by the user (that is what its approval asked): it may redirect
-    # within itself. Any other local hop was never asked about.
-    approved_local = (first.host, first.port) if first.local else None
+    # A local first host the approval check flagged was put to the user (a denied call never gets here):
+    # it may redirect within itself. Any other local hop was never asked about.
+    approved_local = (first.host, first.port) if first.local and (first.host, first.port) in resolver.asked else None
     target = first
     started = time.monotonic()
     for _hop in range(MAX_REDIRECTS + 1):
+        if target.local and (target.host, target.port) != approved_local and target is first:
+            raise ToolError(
+                f"refused: {url} reaches a local or private address ({', '.join(target.addresses)}) and was not "
+                "approved"
+            )
         if target.local and (target.host, target.port) != approved_local:
             raise ToolError(
                 f"refused: {url} redirects to {target.scheme}://{target.host}, a local or private address "

@@ -25,6 +25,8 @@ class Workspace:
         """An absolute path inside the workspace, symlinks followed; anything that escapes is refused."""
         if not isinstance(raw, str) or not raw.strip():
             raise ToolError("a path is required")
+        if "\x00" in raw:
+            raise ToolError("a path cannot contain a NUL character")
         candidate = Path(raw.strip()).expanduser()
         if not candidate.is_absolute():
             candidate = self.root / candidate
@@ -48,7 +50,8 @@ class Workspace:
         Raises ToolError for anything else, including a swap of the path to a symlink mid-way."""
         path = self.resolve(raw)
         try:
-            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+            # Non-blocking: a FIFO swapped in must not hang the open (it fails the regular-file check below).
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
         except OSError as exc:
             raise ToolError(f"cannot open {self.relative(path)}: {exc.strerror}") from exc
         try:
@@ -57,6 +60,7 @@ class Workspace:
                 raise ToolError(f"refused: {raw!r} changed to point outside the working directory while opening")
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ToolError(f"{self.relative(path)} is not a regular file")
+            os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise
