@@ -232,3 +232,8 @@ def test_write_file_refuses_a_fifo_instead_of_hanging(tools, ws):
     with pytest.raises(ToolError, match="not a regular file"):
         tools["write_file"].run({"path": "pipe", "content": "x"}, CancelToken())
     assert time.monotonic() - started < 5
+
+
+def test_read_file_of_an_empty_file_says_so(tools, ws):
+    (ws.root / "empty.txt").write_text("")
+    assert run(tools, "read_file", path="empty.txt") == "empty.txt is empty (0 bytes)"

@@ -7,6 +7,7 @@ first byte), and the open stream is closed on cancel so a blocked read ends imme
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,8 @@ class ModelCall:
         its first byte is walked away from, and an open stream is closed, so its blocked read ends at once."""
         self._cancel.cancel()
         if self._response is not None and not is_complete_response(self._response):
-            close_stream(self._response)
+            with contextlib.suppress(Exception):  # already closed, or a transport that will not say
+                close_stream(self._response)
 
     # ------------------------------------------------------------------ reading
 

@@ -99,6 +99,8 @@ def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
             used += len(line) + 1
             last = count
     total = f"{count:,}{'' if counted_all else '+'}"
+    if count == 0:
+        return f"{rel} is empty (0 bytes)"
     if start > count and counted_all:
         raise ToolError(f"start_line {start} is past the end of {rel} ({total} lines)")
     notes = []
