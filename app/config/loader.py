@@ -430,18 +430,15 @@ def _unknown_providers(
     user_presets = moa.get("presets") if isinstance(moa, dict) else None
     for name, preset in presets.items():
         body = user_presets.get(name) if isinstance(user_presets, dict) else None
-        for where, slot in (
-            ("aggregator", preset.aggregator),
-            *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)),
-        ):
+        # The YAML bodies beside the parsed slots, for the line of each (bundled presets have none).
+        bodies: list[Any] = [None] * (len(preset.reference_models) + 1)
+        if isinstance(body, dict):
+            bodies = [body.get("aggregator"), *body.get("reference_models", [])]
+        slots = [("aggregator", preset.aggregator)]
+        slots += [(f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)]
+        for (where, slot), slot_body in zip(slots, bodies, strict=True):
             if slot.provider in providers or not slot.enabled:
                 continue
-            slot_body: Any = None
-            if isinstance(body, dict):
-                if where == "aggregator":
-                    slot_body = body.get("aggregator")
-                elif isinstance(body.get("reference_models"), list):
-                    slot_body = body["reference_models"][int(where.split()[1]) - 1]
             error = ctx.error(
                 slot_body if isinstance(slot_body, dict) else body,
                 f"preset {name!r} {where}: unknown provider {slot.provider!r}"

@@ -30,7 +30,7 @@ class TurnSaver:
         self.store, self.session_id, self.user_id, self.turn_id = store, session_id, user_id, turn_id
         self.observer = observer
         self.calls: list[StoredCall] = []
-        self._rounds: list[str] = []  # reply text per aggregator round, as Turn joins them
+        self._rounds: list[list[str]] = []  # reply text per aggregator round, in pieces
         self._dirty = False
         self._partial_id: int | None = None
         self._flushed_at = clock.monotonic()
@@ -58,8 +58,8 @@ class TurnSaver:
     def __call__(self, event: Event) -> None:
         if isinstance(event, ReplyDelta):
             if not self._rounds:
-                self._rounds.append("")
-            self._rounds[-1] += event.text
+                self._rounds.append([])
+            self._rounds[-1].append(event.text)
             self._dirty = True
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
@@ -68,14 +68,14 @@ class TurnSaver:
         elif isinstance(event, AggregatorFinished):
             self.calls.append(StoredCall(event.record))
             if self._rounds and self._rounds[-1]:
-                self._rounds.append("")  # the next round's text starts a new paragraph
+                self._rounds.append([])  # the next round's text starts a new paragraph, as Turn joins them
             self.flush()
         emit(self.observer, event)
 
     def flush(self) -> None:
         if not self._dirty or self._failed:
             return
-        text = "\n\n".join(part for part in self._rounds if part)
+        text = "\n\n".join("".join(pieces) for pieces in self._rounds if pieces)
         self._flushed_at = clock.monotonic()
         self._dirty = False
         try:

@@ -28,6 +28,11 @@ from ..llm.usage import Usage
 from .database import StoreError, connect, default_path
 
 TITLE_LENGTH = 60
+_SUMMARIES = """
+    SELECT s.id, s.title, s.created, s.updated, s.preset,
+           (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns
+    FROM sessions s
+"""
 # A turn still "running" when its session is opened was cut short by a crash or a kill.
 INCOMPLETE = ("running", "interrupted", "cancelled", "failed", "cut_off")
 
@@ -144,11 +149,7 @@ class SessionStore:
 
     def sessions(self, query: str | None = None, limit: int = 500) -> list[SessionSummary]:
         """Newest first; `query` matches titles and message text (full-text search)."""
-        sql = """
-            SELECT s.id, s.title, s.created, s.updated, s.preset,
-                   (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns
-            FROM sessions s
-        """
+        sql = _SUMMARIES
         args: tuple[Any, ...] = ()
         if query and query.strip():
             sql += """
@@ -163,10 +164,7 @@ class SessionStore:
     def session(self, id_or_prefix: str) -> SessionSummary:
         """A session by id, or by an unambiguous prefix of one (as `git` takes commits)."""
         rows = self._query(
-            "SELECT s.id, s.title, s.created, s.updated, s.preset, "
-            "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns "
-            "FROM sessions s WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.updated DESC LIMIT 3",
-            (f"{_like(id_or_prefix)}%",),
+            _SUMMARIES + " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.updated DESC LIMIT 3", (f"{_like(id_or_prefix)}%",)
         )
         if not rows:
             raise StoreError(f"no session {id_or_prefix!r} (list them with `moa-chat sessions`)")
