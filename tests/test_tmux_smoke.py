@@ -120,8 +120,9 @@ def test_a_chat_is_saved_and_resume_brings_it_back(home):
         tmux.wait_for("demo · demo:simulated-synthesizer ·")
         quit_and_wait(tmux)
         start(tmux, home, args="--resume")
-        screen = tmux.wait_for("How should I name my variables?")
-        assert "demo · demo:simulated-synthesizer ·" in screen  # the reply and its footer came back
+        # Wait for the whole history to be painted (its last line, the reply's footer), then look.
+        screen = tmux.wait_for("demo · demo:simulated-synthesizer ·")
+        assert "How should I name my variables?" in screen  # the prompt and its reply came back
         assert "Ask the panel" in screen
         header, footer = screen.splitlines()[0], next(line for line in screen.splitlines() if "demo · demo:" in line)
         tokens = footer.split(" · ")[-1].split("tokens")[0].strip()
