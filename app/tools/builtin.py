@@ -216,7 +216,10 @@ def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str
     except UnicodeEncodeError as exc:
         raise ToolError(f"the content is not valid text ({exc.reason} at character {exc.start})") from exc
     existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a folder on the way replaced under us
+        raise ToolError(f"cannot create the folder for {ws.relative(path)}: {exc.strerror or exc}") from exc
     # Opened without truncating, checked, then truncated: a path swapped to a link outside is never written.
     fd, path = ws.open(required(args, "path"), os.O_WRONLY | os.O_CREAT)
     with os.fdopen(fd, "wb") as handle:
