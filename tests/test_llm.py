@@ -88,7 +88,11 @@ def test_unreachable_endpoint_is_a_clear_error(home):
     """,
         )
     )
-    with pytest.raises(llm.LLMCallError, match=r"dead:m failed: cannot reach the endpoint"):
+    with pytest.raises(
+        llm.LLMCallError,
+        match=r"dead:m failed: connection refused by http://127.0.0.1:9/v1 — is the dead server running on this "
+        r"machine\?",
+    ):
         llm.call_llm(provider="dead", model="m", config=config, messages=[{"role": "user", "content": "hi"}])
 
 

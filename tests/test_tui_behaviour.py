@@ -192,15 +192,29 @@ async def test_failed_reference_shows_on_its_card_and_the_turn_goes_on(wire_conf
 
 async def test_aggregator_failure_is_an_error_block_and_the_conversation_survives(wire_config, llm_server):
     config = wire_config()
-    llm_server.script("agg", [Reply(text="half an answer and then", drop_after=3), Reply(text="recovered")])
+    llm_server.script("agg", [Reply(status=500, error="the model crashed"), Reply(text="recovered")])
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await run_turn(pilot, "q")
         reply = app.query_one(AssistantReply)
         assert reply.has_class("-failed")
         error = reply.query_one(".reply-error").render()
-        assert "wire:agg failed" in str(error)
+        assert "wire:agg failed: HTTP 500: the model crashed" in str(error)
+        await run_turn(pilot, "try again")
+        assert app.query(AssistantReply).last().text == "recovered"
+
+
+async def test_a_connection_closed_mid_reply_keeps_the_text_and_says_so(wire_config, llm_server):
+    config = wire_config()
+    llm_server.script("agg", [Reply(text="half an answer and then", drop_after=3), Reply(text="recovered")])
+    app = make_app(config, "wire")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await run_turn(pilot, "q")
+        reply = app.query_one(AssistantReply)
+        assert reply.has_class("-cut_off")
         assert reply.text == "half an answer"
+        warning = str(reply.query_one(".reply-warning").render())
+        assert "the connection was closed mid-reply after 14 characters" in warning.replace("\n", " ")
         await run_turn(pilot, "try again")
         assert app.query(AssistantReply).last().text == "recovered"
 

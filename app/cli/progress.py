@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import ClassVar, TextIO
 
-from ..engine import AggregatorStarted, ReferenceFinished, ReferenceStarted, ReplyDelta
+from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceStarted, ReplyDelta
 from ..session import Event, Notice, ToolCallEvent
 from ..terminal import inert
 from ..tools.registry import summarize_arguments
@@ -69,6 +69,11 @@ class Progress:
             if event.error:
                 detail += f" — {event.error}"
             return f"  {glyph} {event.label} ({detail})"
+        if isinstance(event, CallRetrying):
+            return (
+                f"  ↻ {event.label}: {event.reason} — retrying in {event.delay:.1f} s "
+                f"(attempt {event.attempt} of {event.attempts})"
+            )
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None

@@ -9,6 +9,7 @@ the line and the key.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections.abc import Iterable
 from importlib.resources import files
@@ -21,9 +22,11 @@ from .model import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_MAX_WORKERS,
     FANOUT_MODES,
+    NETWORK_KEYS,
     Config,
     ConfigError,
     McpServerConfig,
+    NetworkLimits,
     Preset,
     ProviderConfig,
     Slot,
@@ -45,9 +48,19 @@ PRESET_KEYS = (
     "fanout",
     "max_iterations",
 )
-TOP_LEVEL_KEYS = ("moa", "providers", "keymap", "tools", "max_iterations", "mcp_servers", "tool_env_allow")
+TOP_LEVEL_KEYS = (
+    "moa",
+    "providers",
+    "keymap",
+    "tools",
+    "max_iterations",
+    "mcp_servers",
+    "tool_env_allow",
+    "network",
+)
 MOA_KEYS = ("default_preset", "presets")
-PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries")
+PROVIDER_TIME_LIMITS = ("connect_timeout", "first_token_timeout", "stall_timeout", "max_retry_wait")
+PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries", *PROVIDER_TIME_LIMITS)
 MCP_SERVER_KEYS = ("command", "args", "env", "cwd")
 
 
@@ -197,6 +210,13 @@ def _build_config(raw: Any, path: Path) -> Config:
         raise ctx.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
     ctx.expect_int(max_iterations, raw, "max_iterations", minimum=1)
 
+    network = NetworkLimits()
+    raw_network = raw.get("network")
+    if raw_network is not None:
+        ctx.expect_mapping(raw_network, "network", raw, "network")
+        ctx.check_keys(raw_network, NETWORK_KEYS, "network")
+        network = network.merged(_parse_limits(raw_network, ctx, "network"))
+
     mcp_servers: dict[str, McpServerConfig] = {}
     raw_mcp = raw.get("mcp_servers")
     if raw_mcp is not None:
@@ -215,6 +235,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         max_iterations=max_iterations,
         tool_env_allow=tuple(tool_env_allow),
         problems=problems,
+        network=network,
     )
 
 
@@ -254,6 +275,7 @@ class _Context:
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
+            or not math.isfinite(value)
             or value < minimum
             or (maximum is not None and value > maximum)
         ):
@@ -388,13 +410,37 @@ def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _
         raise ctx.error(body, f"{what}: api_key_env must be the name of an environment variable", "api_key_env")
     max_retries = body.get("max_retries", builtin.max_retries if builtin else None)
     ctx.expect_int(max_retries, body, "max_retries", what, minimum=0)
+    network = dict(builtin.network) if builtin else {}
+    network.update(_parse_limits({k: v for k, v in body.items() if k in PROVIDER_TIME_LIMITS}, ctx, what, body))
     return ProviderConfig(
         name=name,
         base_url=base_url,
         api_key_env=api_key_env,
         headers={str(k): str(v) for k, v in headers.items()},
         max_retries=max_retries,
+        network=network,
     )
+
+
+def _parse_limits(body: dict, ctx: _Context, what: str, parent: Any = None) -> dict[str, Any]:
+    """Checked time limits and retries; a time limit of `null`, `0` or `off` switches it off."""
+    parent = body if parent is None else parent
+    limits: dict[str, Any] = {}
+    for key, value in body.items():
+        if key == "max_retries":
+            ctx.expect_int(value, parent, key, what, minimum=0)
+            if value is not None:
+                limits[key] = value
+        elif key == "max_retry_wait":
+            ctx.expect_number(value, parent, key, what, minimum=0)
+            if value is not None:
+                limits[key] = float(value)
+        elif value is None or value == 0 or value == "off":
+            limits[key] = None
+        else:
+            ctx.expect_number(value, parent, key, what, minimum=0.001)
+            limits[key] = float(value)
+    return limits
 
 
 def _parse_mcp_server(name: str, body: Any, ctx: _Context, parent: Any) -> McpServerConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +75,27 @@ class Preset:
 
 
 @dataclass(frozen=True)
+class NetworkLimits:
+    """How long to wait and how often to try again; `network:` in config.yaml, a provider may override.
+
+    None switches a time limit off. The defaults keep a turn from hanging on a provider that never answers
+    (the SDK alone would wait 600 s) while leaving room for a slow model's first token.
+    """
+
+    connect_timeout: float | None = 10.0
+    first_token_timeout: float | None = 90.0  # request sent → the answer's first text, reasoning or tool call
+    stall_timeout: float | None = 30.0  # no byte at all for this long, once the answer has begun
+    max_retries: int = 2  # transient failures before any answer text; never after it
+    max_retry_wait: float = 30.0  # a Retry-After longer than this fails at once, saying how long
+
+    def merged(self, overrides: dict[str, Any]) -> NetworkLimits:
+        return replace(self, **overrides) if overrides else self
+
+
+NETWORK_KEYS = tuple(f.name for f in fields(NetworkLimits))
+
+
+@dataclass(frozen=True)
 class ProviderConfig:
     """An OpenAI-compatible endpoint. Keys never live here, only the name of the variable holding one."""
 
@@ -83,6 +104,8 @@ class ProviderConfig:
     api_key_env: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     max_retries: int | None = None
+    # This provider's own `network:` settings (a local server may need longer for its first byte).
+    network: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,6 +131,15 @@ class Config:
     tool_env_allow: tuple[str, ...] = ()
     # Presets that cannot run as written (an unknown provider), with the error that says where.
     problems: dict[str, ConfigError] = field(default_factory=dict)
+    network: NetworkLimits = field(default_factory=NetworkLimits)
+
+    def limits(self, provider: str) -> NetworkLimits:
+        """The time limits and retries for calls to `provider`: its own settings over the global ones."""
+        spec = self.providers.get(provider)
+        if spec is None:
+            return self.network
+        limits = self.network.merged(spec.network)
+        return replace(limits, max_retries=spec.max_retries) if spec.max_retries is not None else limits
 
     def preset(self, name: str) -> Preset:
         try:

@@ -6,6 +6,7 @@ from .events import (
     AggregatorFinished,
     AggregatorStarted,
     CallRecord,
+    CallRetrying,
     EngineEvent,
     EngineObserver,
     ReferenceFinished,
@@ -14,11 +15,13 @@ from .events import (
     ReferenceStarted,
     ReplyDelta,
 )
+from .retry import RetryPolicy
 
 __all__ = [
     "AggregatorFinished",
     "AggregatorStarted",
     "CallRecord",
+    "CallRetrying",
     "CancelToken",
     "Cancelled",
     "EngineEvent",
@@ -29,4 +32,5 @@ __all__ = [
     "ReferenceQueued",
     "ReferenceStarted",
     "ReplyDelta",
+    "RetryPolicy",
 ]

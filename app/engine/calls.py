@@ -12,10 +12,24 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Slot
-from ..llm import CutOff, LLMCallError, StreamAssembler, close_stream, describe_error, is_complete_response
+from ..config.model import NetworkLimits
+from ..llm import (
+    CutOff,
+    LLMCallError,
+    StreamAssembler,
+    TimedOut,
+    close_stream,
+    closed_midway,
+    describe_error,
+    is_complete_response,
+    is_transient,
+    note_bytes,
+)
 from . import clock
 from .cancel import Cancelled, CancelToken
-from .events import CallRecord, CallStatus, Role
+from .events import CallRecord, CallRetrying, CallStatus, Role
+from .retry import RetryPolicy
+from .watchdog import WATCHDOG, ByteWatch
 
 CallLLM = Callable[..., Any]
 
@@ -36,7 +50,12 @@ def slot_options(slot: Slot, preset_temperature: float | None) -> dict[str, Any]
 
 
 class ModelCall:
-    """A request to one slot and the reading of its answer into `assembler`."""
+    """A request to one slot and the reading of its answer into `assembler`.
+
+    The call has its own cancel token (a child of the turn's), so a time limit or a dropped reference
+    ends this call alone. `run` is the whole call: send, read, and send again after a transient failure,
+    as long as no answer has reached the caller; `open` and `read` are its two halves.
+    """
 
     def __init__(
         self,
@@ -48,52 +67,194 @@ class ModelCall:
         cancel: CancelToken,
         index: int = 0,
         iteration: int = 1,
+        limits: NetworkLimits | None = None,
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
-        self._call, self._cancel = call, cancel
+        self._call = call
+        self._cancel = cancel.child()
+        self.limits = limits
+        self.policy = policy or (RetryPolicy.from_limits(limits) if limits else RetryPolicy(max_retries=0))
         self.assembler = StreamAssembler()
         self.started_at: float | None = None
         self.first_token_at: float | None = None
+        self.attempts = 0
         self._response: Any = None
+        self._watch: ByteWatch | None = None
+        self._expired: str | None = None
+
+    # ------------------------------------------------------------------ the whole call
+
+    def run(
+        self,
+        on_text: Callable[[str], None],
+        *,
+        abandoned: Callable[[], bool] = lambda: False,
+        on_retry: Callable[[CallRetrying], None] | None = None,
+    ) -> None:
+        """Send, read the whole answer, and retry transient failures that come before any of it.
+
+        Raises like `read`; an answer that is empty (no text, no tool call) is a failure too."""
+        try:
+            while True:
+                try:
+                    self.open()
+                    self.read(on_text, abandoned=abandoned)
+                    if not abandoned():
+                        self._check_not_empty()
+                    return
+                except LLMCallError as exc:
+                    # After the first token a retry would show the user a second, different answer.
+                    if self.assembler.has_output or abandoned():
+                        raise
+                    delay = self.policy.delay(exc, self.attempts - 1)
+                    if delay is None:
+                        refusal = self.policy.refusal(exc)
+                        if refusal is not None:
+                            raise self._error(refusal) from exc
+                        raise
+                    if on_retry is not None:
+                        on_retry(
+                            CallRetrying(
+                                self.role,
+                                self.index,
+                                self.slot.label,
+                                self.attempts + 1,
+                                self.policy.max_retries + 1,
+                                round(delay, 2),
+                                exc.reason,
+                            )
+                        )
+                    self._cancel.sleep(delay)
+                    self.assembler.clear()
+                    self.first_token_at = None
+        finally:
+            self._cancel.release()
+
+    def _check_not_empty(self) -> None:
+        if self.assembler.text.strip() or self.assembler.tool_calls():
+            return
+        finish = self.assembler.finish_reason
+        why = {
+            "length": ": max_tokens was used up before any answer text",
+            "content_filter": ": stopped by the provider's content filter",
+        }.get(finish or "", "")
+        raise self._error(
+            f"returned an empty answer (finish reason: {finish}){why}",
+            transient=finish not in ("length", "content_filter"),
+        )
+
+    def _error(self, reason: str, *, transient: bool = False) -> LLMCallError:
+        return LLMCallError(
+            reason,
+            provider=self.slot.provider,
+            model=self.slot.model,
+            task=self.request.get("task"),
+            transient=transient,
+        )
 
     # ------------------------------------------------------------------ the request
 
     def open(self) -> Any:
         """Send the request; returns what `call_llm` returned (a raw stream, or a complete response)."""
-        self.started_at = clock.monotonic()
+        if self.started_at is None:  # a retry's time counts: the user waits through it
+            self.started_at = clock.monotonic()
+        self.attempts += 1
+        self._expired = None
+        self._response = None
+        self._start_watch()
         request = self.request
-        self._response = self._cancel.call(
-            lambda: self._call(**request), discard=close_stream, name=f"moa-{self.role}-request"
-        )
+        try:
+            self._response = self._cancel.call(
+                lambda: self._call(**request), discard=close_stream, name=f"moa-{self.role}-request"
+            )
+        except Cancelled:
+            self._stop_watch()
+            if self._expired is not None:
+                raise self._timed_out() from None
+            raise
+        except BaseException:
+            self._stop_watch()
+            raise
+        if is_complete_response(self._response):
+            self._stop_watch()  # nothing left to wait for
+        else:
+            note_bytes(self._response, self._byte)  # else the reading loop's chunks are the signs of life
         return self._response
+
+    def release(self) -> None:
+        """For a caller that reads the stream itself (the seed's facade): stop watching and detach."""
+        self._stop_watch()
+        self._cancel.release()
 
     def abandon(self) -> None:
         """Give up on this call from another thread (a timed-out reference): a request still waiting for
         its first byte is walked away from, and an open stream is closed, so its blocked read ends at once."""
+        self._stop_watch()
         self._cancel.cancel()
         if self._response is not None and not is_complete_response(self._response):
             with contextlib.suppress(Exception):  # already closed, or a transport that will not say
                 close_stream(self._response)
+
+    # ------------------------------------------------------------------ time limits
+
+    def _start_watch(self) -> None:
+        limits = self.limits
+        if limits is None:
+            return
+        self._watch = ByteWatch(first_token=limits.first_token_timeout, stall=limits.stall_timeout, expire=self._expire)
+        WATCHDOG.watch(self._watch)
+
+    def _stop_watch(self) -> None:
+        if self._watch is not None:
+            WATCHDOG.unwatch(self._watch)
+
+    def _byte(self) -> None:
+        watch = self._watch
+        if watch is not None:
+            if not watch.answering and self.assembler.answer_chunks:
+                watch.answer()
+            else:
+                watch.byte()
+
+    def _expire(self, reason: str) -> None:
+        """Called by the watchdog's thread: end this call now; its reader raises TimedOut."""
+        self._expired = reason
+        self._cancel.cancel()
+        response = self._response
+        if response is not None and not is_complete_response(response):
+            with contextlib.suppress(Exception):
+                close_stream(response)
+
+    def _timed_out(self) -> TimedOut:
+        return TimedOut(
+            self._expired or "timed out",
+            provider=self.slot.provider,
+            model=self.slot.model,
+            task=self.request.get("task"),
+        )
 
     # ------------------------------------------------------------------ reading
 
     def read(self, on_text: Callable[[str], None], *, abandoned: Callable[[], bool] = lambda: False) -> None:
         """Read the answer to its end, calling `on_text` with each piece of answer text.
 
-        Raises Cancelled when the turn was cancelled, LLMCallError (naming the slot) for any other fault.
-        `abandoned` lets a supervisor that already gave up on this call (a timeout) stop the loop.
+        Raises Cancelled when the turn was cancelled, TimedOut past a time limit, CutOff for an answer
+        that stopped half-way, LLMCallError (naming the slot) for any other fault. `abandoned` lets a
+        supervisor that already gave up on this call (a timeout) stop the loop.
         """
+        try:
+            self._read(on_text, abandoned)
+        finally:
+            self._stop_watch()
+
+    def _read(self, on_text: Callable[[str], None], abandoned: Callable[[], bool]) -> None:
         response = self._response
         if is_complete_response(response):  # a server (or a substituted call_llm) that answers in one piece
             self._text(self.assembler.feed_response(response), on_text)
             return
         if response is None or not hasattr(response, "__iter__"):
-            raise LLMCallError(
-                f"the provider answered with {type(response).__name__}, not a stream of chat chunks",
-                provider=self.slot.provider,
-                model=self.slot.model,
-                task=self.request.get("task"),
-            )
+            raise self._error(f"the provider answered with {type(response).__name__}, not a stream of chat chunks")
         try:
             with self._cancel.closing(lambda: close_stream(response)):
                 for chunk in response:
@@ -101,14 +262,28 @@ class ModelCall:
                         break
                     self._cancel.raise_if_cancelled()
                     self._text(self.assembler.feed(chunk), on_text)
+                    self._byte()
         except Cancelled:
+            if self._expired is not None:
+                raise self._timed_out() from None
             raise
         except Exception as exc:
+            if self._expired is not None:
+                raise self._timed_out() from exc
             if self._cancel.cancelled:  # the read failed because the cancel closed the stream
                 raise Cancelled() from exc
-            raise LLMCallError(
-                describe_error(exc), provider=self.slot.provider, model=self.slot.model, task=self.request.get("task")
-            ) from exc
+            closed = closed_midway(exc)
+            if closed is not None:
+                raise CutOff(
+                    provider=self.slot.provider,
+                    model=self.slot.model,
+                    task=self.request.get("task"),
+                    characters=self._characters(),
+                    closed=closed,
+                ) from exc
+            raise self._error(describe_error(exc), transient=is_transient(exc)) from exc
+        if self._expired is not None:
+            raise self._timed_out()
         self._cancel.raise_if_cancelled()
         if self.assembler.finish_reason is None and not abandoned():
             # A clean end of stream with no finish reason: a proxy or server that stopped half-way.
@@ -116,8 +291,11 @@ class ModelCall:
                 provider=self.slot.provider,
                 model=self.slot.model,
                 task=self.request.get("task"),
-                characters=len(self.assembler.text) + sum(len(c.arguments) for c in self.assembler.tool_calls()),
+                characters=self._characters(),
             )
+
+    def _characters(self) -> int:
+        return len(self.assembler.text) + sum(len(c.arguments) for c in self.assembler.tool_calls())
 
     def _text(self, text: str, on_text: Callable[[str], None]) -> None:
         if text:

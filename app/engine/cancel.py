@@ -26,6 +26,7 @@ class CancelToken:
         self._lock = threading.Lock()
         self._closers: dict[int, Callable[[], object]] = {}
         self._next = 0
+        self._parent: tuple[CancelToken, int] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -56,7 +57,21 @@ class CancelToken:
             handle = self._next
             self._next += 1
             self._closers[handle] = child.cancel
+        child._parent = (self, handle)
         return child
+
+    def release(self) -> None:
+        """Detach a finished child from its parent, so a long turn's token does not collect dead ones."""
+        if self._parent is not None:
+            parent, handle = self._parent
+            self._parent = None
+            with parent._lock:
+                parent._closers.pop(handle, None)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait `seconds`, or less with Cancelled if the token is cancelled meanwhile."""
+        if self._event.wait(max(seconds, 0.0)):
+            raise Cancelled()
 
     @contextlib.contextmanager
     def closing(self, close: Callable[[], object]) -> Iterator[None]:

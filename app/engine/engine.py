@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from ..config import Config, Preset
-from ..llm import CutOff, LLMCallError, StreamAssembler, call_llm, describe_error
+from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, call_llm, describe_error
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -137,7 +137,13 @@ class MoAEngine:
         elif aggregator.timeout is not None:
             request["timeout"] = aggregator.timeout
         return ModelCall(
-            role="aggregator", slot=aggregator, request=request, call=self.call, cancel=self.cancel, iteration=iteration
+            role="aggregator",
+            slot=aggregator,
+            request=request,
+            call=self.call,
+            cancel=self.cancel,
+            iteration=iteration,
+            limits=self.config.limits(aggregator.provider),
         )
 
     def open_aggregator(
@@ -152,7 +158,10 @@ class MoAEngine:
         """References, then the aggregator's request; returns its response untouched (a raw stream with
         stream=True) for a caller that reads it itself."""
         call = self._aggregator_call(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
-        return call.open()
+        try:
+            return call.open()
+        finally:
+            call.release()  # the caller reads, and keeps its own time
 
     def aggregate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reply: StreamAssembler
@@ -161,6 +170,7 @@ class MoAEngine:
         piece), and the round's record. On a failure or a cancel, `reply` keeps what arrived, the round is
         still recorded, and the exception (LLMCallError or Cancelled) propagates."""
         call = self._aggregator_call(messages, tools, stream=True)
+        call.request["max_retries"] = 0  # the retries are ModelCall's: see engine/retry.py
         call.assembler = reply
 
         def finished(status: Any, error: str | None = None) -> CallRecord:
@@ -169,13 +179,18 @@ class MoAEngine:
             return record
 
         try:
-            call.open()
-            call.read(lambda text: emit(self.observer, ReplyDelta(text)))
+            call.run(
+                lambda text: emit(self.observer, ReplyDelta(text)),
+                on_retry=lambda event: emit(self.observer, event),
+            )
         except Cancelled:
             finished("cancelled", "cancelled by the user")
             raise
         except CutOff as exc:
-            finished("cut_off", exc.reason)
+            finished("cut_off" if exc.characters else "failed", exc.reason)
+            raise
+        except TimedOut as exc:
+            finished("timeout", exc.reason)
             raise
         except LLMCallError as exc:
             finished("failed", exc.reason)

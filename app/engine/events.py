@@ -140,6 +140,19 @@ class AggregatorFinished(_Recorded):
     record: CallRecord
 
 
+@dataclass(frozen=True)
+class CallRetrying:
+    """A call failed before any answer text arrived and is sent again after `delay` seconds."""
+
+    role: Role
+    index: int
+    label: str
+    attempt: int  # the attempt about to be made: 2 for the first retry
+    attempts: int  # at most this many in all
+    delay: float
+    reason: str
+
+
 EngineEvent = (
     ReferenceQueued
     | ReferenceStarted
@@ -148,6 +161,7 @@ EngineEvent = (
     | AggregatorStarted
     | ReplyDelta
     | AggregatorFinished
+    | CallRetrying
 )
 EngineObserver = Callable[[EngineEvent], None]
 

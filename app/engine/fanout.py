@@ -14,7 +14,7 @@ from typing import Any
 import openai
 
 from ..config import Config, Preset, Slot
-from ..llm import LLMCallError, describe_error
+from ..llm import LLMCallError, TimedOut, describe_error
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -63,22 +63,23 @@ class FanOut:
                 "config": config,
                 "stream": True,
                 "stream_options": {"include_usage": True},
-                # No retries behind the fan-out's back: a reference past its timeout is dropped and stays so.
+                # Retries are ModelCall's, in sight of the fan-out: a reference dropped stays dropped.
                 "max_retries": 0,
                 **slot_options(slot, preset.reference_temperature),
             }
             if timeout is not None:
                 request["timeout"] = timeout
-            # Its own token: a reference given up on is walked away from at once, even while it still
-            # waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
+            # A call has its own token: a reference given up on is walked away from at once, even while it
+            # still waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
             model_call = ModelCall(
                 role="reference",
                 slot=slot,
                 request=request,
                 call=call,
-                cancel=cancel.child(),
+                cancel=cancel,
                 index=index,
                 iteration=iteration,
+                limits=config.limits(slot.provider),
             )
             self.refs.append(_Reference(index, slot, timeout, model_call))
         self._lock = threading.Lock()
@@ -144,7 +145,6 @@ class FanOut:
         if self.cancel.cancelled:
             return False
         emit(self.observer, ReferenceStarted(ref.index, ref.slot.label))
-        ref.call.open()
         last_progress: float | None = None
 
         def progress(_text: str) -> None:
@@ -163,12 +163,16 @@ class FanOut:
                     ),
                 )
 
-        ref.call.read(progress, abandoned=lambda: ref.result is not None)
+        ref.call.run(
+            progress,
+            abandoned=lambda: ref.result is not None,
+            on_retry=lambda event: emit(self.observer, event),
+        )
         return True
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError | TimedOut):
         return True
     if isinstance(exc, LLMCallError):
         return isinstance(exc.__cause__, openai.APITimeoutError)

@@ -16,20 +16,37 @@ import openai
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
-from .errors import CutOff, LLMCallError, describe_error, redact
-from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response
+from .errors import (
+    CutOff,
+    LLMCallError,
+    TimedOut,
+    closed_midway,
+    describe_call_error,
+    describe_error,
+    format_wait,
+    is_transient,
+    redact,
+    retry_after,
+)
+from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response, note_bytes
 from .usage import Usage
 
 __all__ = [
     "CutOff",
     "LLMCallError",
     "StreamAssembler",
+    "TimedOut",
     "ToolCall",
     "Usage",
     "call_llm",
     "close_stream",
+    "closed_midway",
     "describe_error",
+    "format_wait",
     "is_complete_response",
+    "is_transient",
+    "note_bytes",
+    "retry_after",
 ]
 
 API_MODE = "chat_completions"
@@ -108,9 +125,15 @@ def call_llm(
         response = sdk.chat.completions.create(**request)
     except openai.OpenAIError as exc:
         # A provider may echo the request's Authorization header or the key itself: never pass that on.
-        reason = redact(describe_error(exc), (api_key,))
+        reason = redact(describe_call_error(exc, base_url=base_url, provider=provider), (api_key,))
         raise LLMCallError(
-            reason, provider=provider, model=model, task=task, status=getattr(exc, "status_code", None)
+            reason,
+            provider=provider,
+            model=model,
+            task=task,
+            status=getattr(exc, "status_code", None),
+            transient=is_transient(exc),
+            retry_after=retry_after(exc),
         ) from exc
     if stream:
         return response

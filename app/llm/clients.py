@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import threading
 
+import httpx2 as httpx
 import openai
 
 from ..config import Config, load_config
+from ..config.model import NetworkLimits
+
+# The byte-level limits are the engine's watchdog's to enforce, with its clear message; the HTTP client's
+# read timeout sits this far behind them, to bound a request nobody watches (the seed's direct calls).
+BACKSTOP_MARGIN = 15.0
+
+
+def http_timeout(limits: NetworkLimits) -> httpx.Timeout:
+    waits = [w for w in (limits.first_token_timeout, limits.stall_timeout) if w is not None]
+    read = max(waits) + BACKSTOP_MARGIN if len(waits) == 2 else None
+    return httpx.Timeout(connect=limits.connect_timeout, read=read, write=read, pool=limits.connect_timeout)
+
 
 _clients: dict[tuple, openai.OpenAI] = {}
 _clients_lock = threading.Lock()
@@ -21,15 +34,21 @@ def get_cached_client(
     config: Config | None = None,
 ) -> tuple[openai.OpenAI, str]:
     """One client per endpoint and key, shared by every call and thread (keeps connections warm)."""
-    spec = (config or load_config()).providers.get(provider)
+    config = config or load_config()
+    spec = config.providers.get(provider)
     headers = tuple(sorted(spec.headers.items())) if spec else ()
-    max_retries = spec.max_retries if spec and spec.max_retries is not None else openai.DEFAULT_MAX_RETRIES
-    key = (base_url, api_key, headers, max_retries)
+    limits = config.limits(provider)
+    timeout = http_timeout(limits)
+    key = (base_url, api_key, headers, limits.max_retries, repr(timeout))
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
             client = openai.OpenAI(
-                base_url=base_url, api_key=api_key, default_headers=dict(headers) or None, max_retries=max_retries
+                base_url=base_url,
+                api_key=api_key,
+                default_headers=dict(headers) or None,
+                max_retries=limits.max_retries,
+                timeout=timeout,
             )
             _clients[key] = client
     return client, model

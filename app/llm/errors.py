@@ -2,22 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import ipaddress
 import re
+from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx2 as httpx
 import openai
 
 from ..config import ConfigError
 
 
 class LLMCallError(RuntimeError):
-    """A provider call that failed, named by task, provider and model, with a reason a user can act on."""
+    """A provider call that failed, named by task, provider and model, with a reason a user can act on.
+
+    `transient` says whether the same request may well succeed if sent again (a 503, a refused
+    connection); `retry_after` is the wait the provider asked for, in seconds, when it said."""
 
     def __init__(
-        self, reason: str, *, provider: str, model: str, task: str | None = None, status: int | None = None
+        self,
+        reason: str,
+        *,
+        provider: str,
+        model: str,
+        task: str | None = None,
+        status: int | None = None,
+        transient: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         self.reason, self.provider, self.model, self.task, self.status = reason, provider, model, task, status
+        self.transient, self.retry_after = transient, retry_after
         super().__init__(f"{provider}:{model} failed: {reason}")
+
+
+class TimedOut(LLMCallError):
+    """A time limit of `network:` passed: no first byte, or no byte for too long mid-answer.
+
+    Never retried: a provider that did not answer in time would only make the user wait that long again."""
 
 
 class CutOff(LLMCallError):
@@ -25,16 +49,23 @@ class CutOff(LLMCallError):
 
     The SDK raises nothing here (the connection closed cleanly), so the reading loop must notice."""
 
-    def __init__(self, *, provider: str, model: str, task: str | None, characters: int) -> None:
+    def __init__(
+        self, *, provider: str, model: str, task: str | None, characters: int, closed: str | None = None
+    ) -> None:
         self.characters = characters
-        if characters:
+        if characters and closed:
+            reason = f"cut off: the connection was closed mid-reply after {characters:,} characters ({closed})"
+        elif closed:
+            reason = f"no answer: the connection was closed before any reply arrived ({closed})"
+        elif characters:
             reason = f"cut off: the stream ended without a finish reason after {characters:,} characters"
         else:
             reason = (
                 "no answer: the stream ended before any reply arrived (is this an OpenAI-compatible "
                 "streaming endpoint?)"
             )
-        super().__init__(reason, provider=provider, model=model, task=task)
+        # Nothing arrived: the same request may well get a whole answer next time.
+        super().__init__(reason, provider=provider, model=model, task=task, transient=not characters)
         if characters:  # not a failure to answer: an answer that stopped; say it that way
             self.args = (f"the reply from {provider}:{model} was {reason}",)
 
@@ -56,6 +87,99 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
         if secret and len(secret) >= 6:
             text = text.replace(secret, "[redacted]")
     return _SECRET_SHAPES.sub("[redacted]", text)
+
+
+# What the SDK's own retry loop treats as worth another try (openai._base_client._should_retry).
+TRANSIENT_STATUSES = frozenset({408, 409, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether sending the same request again may well succeed: the SDK's rules, `x-should-retry` first."""
+    if isinstance(exc, openai.APITimeoutError):
+        return False  # a time limit: see TimedOut
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        should = exc.response.headers.get("x-should-retry")
+        if should in ("true", "false"):
+            return should == "true"
+        return exc.status_code in TRANSIENT_STATUSES or exc.status_code >= 500
+    return False
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The wait a provider asked for, in seconds: `retry-after-ms`, or `retry-after` in seconds or as a date."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(float(milliseconds) / 1000, 0.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return max(float(value), 0.0)
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max((when - datetime.now(when.tzinfo or UTC)).total_seconds(), 0.0)
+    return None
+
+
+def format_wait(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def describe_call_error(exc: openai.OpenAIError, *, base_url: str, provider: str) -> str:
+    """`describe_error`, with what only the caller knows: the endpoint refused, and whether it is local."""
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError) and _refused(exc):
+        reason = f"connection refused by {base_url}"
+        if _is_local(base_url):
+            reason += f" — is the {provider} server running on this machine?"
+            if provider == "ollama":
+                reason += " (start it with `ollama serve`)"
+        return reason
+    reason = describe_error(exc)
+    wait = retry_after(exc)
+    if isinstance(exc, openai.APIStatusError) and exc.status_code == 429 and wait is not None:
+        reason = reason.replace("try again shortly", f"the provider asks to wait {format_wait(wait)}")
+    return reason
+
+
+def _refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain: openai error → httpx.ConnectError → OSError
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "connection refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _is_local(base_url: str) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return False
+
+
+def closed_midway(exc: BaseException) -> str | None:
+    """What happened, when a read failed because the connection closed or reset under it; else None."""
+    if isinstance(exc, httpx.TimeoutException):
+        return None
+    if isinstance(exc, httpx.TransportError | openai.APIConnectionError | ConnectionError):
+        cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+        return _first_line(str(cause)) or type(cause).__name__
+    return None
 
 
 def describe_error(exc: BaseException) -> str:

@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx2 as httpx
 
 from .usage import Usage
 
@@ -71,6 +74,10 @@ class StreamAssembler:
     """Feed chunks in order; read `text`, `tool_calls()`, `usage` and `finish_reason` at the end."""
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything fed so far (an attempt that produced nothing, before a retry)."""
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: list[_CallBuilder] = []
@@ -78,10 +85,16 @@ class StreamAssembler:
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.chunks = 0
+        self.answer_chunks = 0  # chunks that carried text, reasoning or part of a tool call
 
     @property
     def text(self) -> str:
         return "".join(self._text)
+
+    @property
+    def has_output(self) -> bool:
+        """Whether any answer (text, or part of a tool call) has arrived."""
+        return bool(self._text or self._calls)
 
     @property
     def reasoning(self) -> str:
@@ -94,6 +107,7 @@ class StreamAssembler:
         if usage is not None:
             self.usage = Usage.from_sdk(usage) or self.usage
         added = []
+        answered = False
         for choice in _get(chunk, "choices") or ():
             delta = _get(choice, "delta")
             if delta is not None:
@@ -103,14 +117,18 @@ class StreamAssembler:
                 reasoning = _get(delta, "reasoning_content") or _get(delta, "reasoning")
                 if isinstance(reasoning, str) and reasoning:
                     self._reasoning.append(reasoning)
+                    answered = True
                 for call_delta in _get(delta, "tool_calls") or ():
                     self._feed_tool_call(call_delta)
+                    answered = True
             finish = _get(choice, "finish_reason")
             if finish:
                 self.finish_reason = finish
         text = "".join(added)
         if text:
             self._text.append(text)
+        if added or answered:
+            self.answer_chunks += 1
         return text
 
     def _feed_tool_call(self, delta: Any) -> None:
@@ -186,6 +204,34 @@ def is_complete_response(result: Any) -> bool:
     """A full chat.completion (has choices[0].message) rather than a chunk stream."""
     choices = _get(result, "choices")
     return bool(choices) and _get(choices[0], "message") is not None
+
+
+class _NotedBytes(httpx.SyncByteStream):
+    """A response body that reports each piece of bytes as it arrives (SSE comments and keep-alives too)."""
+
+    def __init__(self, inner: httpx.SyncByteStream, on_bytes: Callable[[], None]) -> None:
+        self._inner, self._on_bytes = inner, on_bytes
+
+    def __iter__(self) -> Iterator[bytes]:
+        for piece in self._inner:
+            self._on_bytes()
+            yield piece
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def note_bytes(stream: Any, on_bytes: Callable[[], None]) -> bool:
+    """Call `on_bytes` for every piece of an SDK stream's body, below its SSE parsing, so a provider's
+    keep-alive comments count as signs of life. False when the stream is not one whose bytes we can see
+    (a substituted `call_llm`); the caller then counts chunks instead."""
+    response = getattr(stream, "response", None)
+    inner = getattr(response, "stream", None)
+    if not isinstance(response, httpx.Response) or not isinstance(inner, httpx.SyncByteStream):
+        return False
+    if not isinstance(inner, _NotedBytes):
+        response.stream = _NotedBytes(inner, on_bytes)
+    return True
 
 
 def close_stream(stream: Any) -> None:

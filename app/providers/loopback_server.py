@@ -47,6 +47,8 @@ class Reply:
     drop_after: int | None = None  # drop the connection after this many text deltas
     pause_after: int | None = None  # after this many text deltas, go quiet for `pause` seconds
     pause: float = 0.0
+    keepalive: float = 0.0  # during the pause, an SSE comment (": keep-alive") this often, as OpenRouter sends
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After on a 429)
     finish_reason: str | None = None
     end_after: int | None = None  # end the stream cleanly after this many text deltas: no finish reason, no [DONE]
     cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
@@ -189,7 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.status >= 400:
                 self._send_json(
-                    reply.status, {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}}
+                    reply.status,
+                    {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}},
+                    headers=reply.headers,
                 )
             elif reply.raw_body is not None:
                 data = reply.raw_body.encode()
@@ -229,11 +233,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ responses
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -305,8 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
             behind = started + paused + n * reply.piece_delay - time.monotonic()
             if n and reply.piece_delay and behind > 0 and self._wait(behind, record):
                 return
-            if n and n == reply.pause_after:
-                if self._wait(reply.pause, record):
+            if reply.pause_after is not None and n == reply.pause_after:
+                if self._pause(reply, record):
                     return
                 paused += reply.pause
             self._event(chunk({"content": piece}))
@@ -333,6 +339,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk(None, usage=record.usage_sent))
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
+
+    def _pause(self, reply: Reply, record: RecordedRequest) -> bool:
+        """Go quiet for `reply.pause` seconds (but for keep-alive comments); True if the client left."""
+        if not reply.keepalive:
+            return self._wait(reply.pause, record)
+        deadline = time.monotonic() + reply.pause
+        while (left := deadline - time.monotonic()) > 0:
+            if self._wait(min(left, reply.keepalive), record):
+                return True
+            self._write_chunk(b": keep-alive\n\n")
+        return False
 
     def _event(self, payload: dict[str, Any]) -> None:
         self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")

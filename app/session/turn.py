@@ -13,7 +13,7 @@ from ..config import Config, Preset
 from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.events import emit
-from ..llm import CutOff, LLMCallError, StreamAssembler, ToolCall, Usage, call_llm, describe_error
+from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, call_llm, describe_error
 from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
 from .events import Event, Observer, ToolCallEvent, ToolStatus
 from .ledger import UsageLedger
@@ -138,10 +138,12 @@ class Turn:
         except Cancelled:
             status, error = "cancelled", CANCELLED
             self._keep_partial(texts, added, CANCELLED)
-        except CutOff as exc:
+        except (CutOff, TimedOut) as exc:
             # The text that arrived stays, but it is not a whole answer: say so; with none, it failed.
             partial = bool(self._reply and self._reply.text)
             status, error = ("cut_off" if partial else "failed"), str(exc)
+            if partial and isinstance(exc, TimedOut):
+                error = f"the reply from {exc.provider}:{exc.model} was cut off: {exc.reason}"
             self._keep_partial(texts, added, NOT_RUN)
         except NoFinalAnswer as exc:
             status, error = "failed", str(exc)

@@ -24,6 +24,7 @@ from ...config import Preset
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
+    CallRetrying,
     CancelToken,
     ReferenceFinished,
     ReferenceProgress,
@@ -439,6 +440,15 @@ class ChatScreen(Screen[None]):
             if isinstance(event, AggregatorStarted) and reply is not None and not reply.text:
                 reply.set_status(
                     f"{event.label} is writing… ({event.references_ok}/{event.references_total} references answered)"
+                )
+        elif isinstance(event, CallRetrying):
+            card = self.sidebar.aggregator_card if event.role == "aggregator" else self.sidebar.card(event.index)
+            if card is not None:
+                card.apply(event)
+            if event.role == "aggregator" and reply is not None and not reply.text:
+                reply.set_status(
+                    f"{event.label}: {event.reason} — retrying in {event.delay:.1f}s "
+                    f"(attempt {event.attempt} of {event.attempts})"
                 )
         elif isinstance(event, ToolCallEvent) and reply is not None:
             await reply.tool_event(event)

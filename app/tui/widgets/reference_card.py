@@ -10,6 +10,7 @@ from textual.widget import Widget
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
+    CallRetrying,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -76,6 +77,8 @@ class ReferenceCard(Widget, can_focus=True):
         self.tokens: int | None = None
         self.tokens_estimated = False
         self.error: str | None = None
+        self.retry: CallRetrying | None = None  # while running: the retry it is waiting for
+        self.retry_at = 0.0
         self.text = ""
         self._frame = 0
 
@@ -94,7 +97,7 @@ class ReferenceCard(Widget, can_focus=True):
 
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
-        self.error, self.text, self.tokens_estimated = None, "", False
+        self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
         self._set_status(status)
 
     def apply(self, event: object) -> None:
@@ -109,17 +112,23 @@ class ReferenceCard(Widget, can_focus=True):
                 self.started_at = clock.monotonic()
             self.seconds = None
             self._set_status("running")
+        elif isinstance(event, CallRetrying):
+            self.retry, self.retry_at = event, clock.monotonic() + event.delay
+            self.refresh(layout=True)
         elif isinstance(event, ReferenceProgress):
+            self.retry = None
             self.first_token_seconds = event.first_token_seconds
             self.tokens, self.tokens_estimated = event.chunks, True
             self.refresh()
         elif isinstance(event, ReferenceFinished):
+            self.retry = None
             self.seconds, self.first_token_seconds = event.seconds, event.first_token_seconds
             self.error, self.text = event.error, event.text
             if event.usage is not None:
                 self.tokens, self.tokens_estimated = event.usage.completion_tokens, False
             self._set_status(event.status)
         elif isinstance(event, AggregatorFinished):
+            self.retry = None
             self.seconds = round(clock.monotonic() - (self.started_at or clock.monotonic()), 3)
             if self.first_token_seconds is None:
                 self.first_token_seconds = event.first_token_seconds
@@ -174,6 +183,16 @@ class ReferenceCard(Widget, can_focus=True):
             Content.assemble((glyph, style), " ", (label, "bold")),
             Content.assemble(("  " + " · ".join(facts), style if self.status != "ok" else "$text-muted")),
         ]
+        if self.retry is not None and self.status == "running":
+            left = max(0.0, self.retry_at - clock.monotonic())
+            retry = self.retry
+            reason = retry.reason if len(retry.reason) <= width - 2 else retry.reason[: width - 3] + "…"
+            lines.append(
+                Content.assemble(
+                    (f"  ↻ retry {retry.attempt - 1}/{retry.attempts - 1} in {left:.1f}s", "$text-warning")
+                )
+            )
+            lines.append(Content.assemble(("  " + reason, "$text-warning")))
         if self.error and self.status in ("failed", "timeout", "cut_off"):
             reason = self.error if len(self.error) <= width - 2 else self.error[: width - 3] + "…"
             lines.append(
