@@ -144,3 +144,59 @@ def test_a_file_that_is_not_a_database_gives_a_clear_error(tmp_path):
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="not a usable session database"):
         SessionStore(path)
+
+
+def test_a_commit_that_fails_is_rolled_back_and_the_store_keeps_working(tmp_path):
+    """SQLite keeps the transaction open when COMMIT itself fails. Here the failure is a foreign key
+    deferred to COMMIT (a real SQLite error, raised by COMMIT and by no other statement): the store must
+    roll back, say what happened, and let the next write on the same connection succeed."""
+    path = tmp_path / "sessions.db"
+    store = SessionStore(path)
+    sid = store.create_session("demo", "kept")
+    orphan = "INSERT INTO messages (session_id, role, content, created) VALUES ('gone', 'user', 'orphan', 0)"
+    with (
+        pytest.raises(StoreError, match=r"could not save to .*FOREIGN KEY.*not kept") as failed,
+        store.transaction() as db,
+    ):
+        db.execute("PRAGMA defer_foreign_keys = ON")
+        db.execute(orphan)
+    assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+    assert not store._db.in_transaction
+    store.add_message(sid, {"role": "user", "content": "after"}, parent_id=None)
+    store.add_prompt("after")
+    store.close()
+    reopened = SessionStore(path)  # what came next was committed; the orphan never was
+    assert [m.content for m in reopened.path(sid)] == ["after"]
+    assert reopened._query("SELECT COUNT(*) FROM messages")[0][0] == 1
+    assert reopened.prompt_history() == ["after"]
+
+
+class _CommitFails:
+    """The store's connection, except that the first COMMIT fails as SQLITE_FULL or SQLITE_BUSY do: with
+    the transaction still open."""
+
+    def __init__(self, db: sqlite3.Connection, error: str) -> None:
+        self.db, self.error = db, error
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.error:
+            error, self.error = self.error, ""
+            raise sqlite3.OperationalError(error)
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("error", ["database or disk is full", "database is locked"])
+def test_a_commit_refused_by_the_disk_or_a_lock_leaves_no_stale_transaction(tmp_path, error):
+    store = SessionStore(tmp_path / "sessions.db")
+    sid = store.create_session("demo", "kept")
+    real = store._db
+    store._db = _CommitFails(real, error)  # type: ignore[assignment]
+    with pytest.raises(StoreError, match="free space"):
+        store.add_message(sid, {"role": "user", "content": "lost"}, parent_id=None)
+    assert not real.in_transaction
+    kept = store.add_message(sid, {"role": "user", "content": "kept"}, parent_id=None)
+    assert [m.id for m in store.path(sid)] == [kept]
+    assert [m.content for m in store.children(None, sid)] == ["kept"]  # the failed write left nothing behind

@@ -122,14 +122,35 @@ class SessionStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Group writes: all of them are committed on a clean exit, none of them if anything fails.
+
+        The connection never stays inside a transaction after this returns or raises: a COMMIT that
+        fails (SQLITE_BUSY, a full disk, a deferred constraint) leaves SQLite's transaction open, and
+        every later write on this connection would then fail with "cannot start a transaction within a
+        transaction" or, worse, land in that stale transaction and vanish with it.
+        """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StoreError(
+                    f"could not save to {self.file} ({exc}); the change was not kept. Check that the disk has"
+                    " free space and that no other program holds the database locked, then try again"
+                ) from exc
+
+    def _rollback(self) -> None:
+        # SQLite may already have rolled back on its own (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM): a
+        # ROLLBACK then fails with "no transaction is active", which must not hide the error being handled.
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
