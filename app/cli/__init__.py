@@ -76,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask_.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the latest session")
     ask_.add_argument("--no-save", action="store_true", help="store nothing of this turn")
 
-    sub.add_parser("presets", parents=[common], help="list the presets, their models, and the default")
+    presets = sub.add_parser(
+        "presets", parents=[common], help="list the presets, their models, what they need, and the default"
+    )
+    presets.add_argument("--json", action="store_true", help="one JSON array, for scripts")
     sessions = sub.add_parser("sessions", parents=[common], help="list stored sessions, newest first")
     sessions.add_argument("--json", action="store_true", help="print a JSON array of sessions")
     sessions.add_argument("--search", metavar="TEXT", help="only sessions whose title or messages match")
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         if args.command == "presets":
-            return list_presets(config, sys.stdout)
+            return list_presets(config, sys.stdout, as_json=args.json)
         if args.command == "sessions":
             return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
         if args.command == "export":

@@ -1,30 +1,55 @@
-"""`moa-chat presets`: every preset, its models, what it still needs, and the default."""
+"""`moa-chat presets`: every preset, its models, what it still needs, and the default.
+
+Listed in the order F3 cycles them: the user's presets as their file has them, then the bundled ones.
+A preset that cannot run says which variable to set; with --json, scripts get the same facts.
+"""
 
 from __future__ import annotations
 
-from typing import TextIO
+import json
+from typing import Any, TextIO
 
-from ..config import Config
-from ..providers import choose_start, has_key
+from ..config import Config, Preset
+from ..providers import Readiness, choose_start, cycle_order, readiness
 from .exit_codes import EXIT_OK
 
 
-def list_presets(config: Config, out: TextIO) -> int:
+def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
     default = choose_start(config).preset.name
-    width = max(len(name) for name in config.presets)
-    for name in sorted(config.presets):
-        preset = config.presets[name]
+    states = [readiness(config, preset) for preset in cycle_order(config)]
+    if as_json:
+        out.write(json.dumps([_as_dict(state, default) for state in states], indent=2) + "\n")
+        return EXIT_OK
+    width = max(len(state.preset.name) for state in states)
+    group = None
+    for state in states:
+        preset = state.preset
+        heading = "Bundled presets" if preset.bundled else f"Your presets ({config.path})"
+        if heading != group:
+            out.write(("\n" if group else "") + heading + "\n")
+            group = heading
+        name = preset.name
         mark = "*" if name == default else " "
         suffix = "  (default)" if name == default else ""
         out.write(f"{mark} {name:<{width}}  {preset.description}{suffix}\n")
-        refs = ", ".join(slot.label for slot in preset.references)
-        out.write(f"  {'':<{width}}  references: {refs}\n")
+        out.write(f"  {'':<{width}}  references: {', '.join(slot.label for slot in preset.references)}\n")
         out.write(f"  {'':<{width}}  aggregator: {preset.aggregator.label}\n")
-        missing = sorted(
-            config.providers[p].api_key_env or p
-            for p in preset.providers
-            if p in config.providers and not has_key(p, config)
-        )
-        if missing:
-            out.write(f"  {'':<{width}}  needs: {', '.join(missing)} (not set)\n")
+        if state.missing:
+            verdict = "cannot run" if not state.runnable else "those references are skipped"
+            out.write(f"  {'':<{width}}  needs: {state.needs} (not set): {verdict}\n")
     return EXIT_OK
+
+
+def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
+    preset: Preset = state.preset
+    return {
+        "name": preset.name,
+        "description": preset.description,
+        "bundled": preset.bundled,
+        "default": preset.name == default,
+        "references": [slot.label for slot in preset.references],
+        "aggregator": preset.aggregator.label,
+        "runnable": state.runnable,
+        "missing_keys": sorted(set(state.missing.values())),
+        "problem": state.problem,
+    }

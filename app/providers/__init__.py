@@ -1,6 +1,15 @@
 """Providers: where a call goes (the endpoint and its key), and the providers moa-chat runs itself."""
 
-from .readiness import StartChoice, choose_start, missing_keys, preflight
+from .readiness import (
+    Readiness,
+    StartChoice,
+    choose_start,
+    cycle_order,
+    missing_keys,
+    next_runnable,
+    preflight,
+    readiness,
+)
 from .registry import (
     Endpoint,
     MissingApiKeyError,
@@ -15,14 +24,18 @@ from .registry import (
 __all__ = [
     "Endpoint",
     "MissingApiKeyError",
+    "Readiness",
     "StartChoice",
     "UnknownProviderError",
     "choose_start",
+    "cycle_order",
     "has_key",
     "is_remote_keyed",
     "key_for",
     "missing_keys",
+    "next_runnable",
     "preflight",
     "provider_config",
+    "readiness",
     "resolve_endpoint",
 ]

@@ -82,3 +82,44 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
         envs = ", ".join(sorted({missing[s.provider] for s in preset.references if s.provider in missing}))
         return None, f"{', '.join(refs)} will be skipped: set {envs} to include them"
     return None, None
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a preset can run with the keys in the environment, and what it lacks."""
+
+    preset: Preset
+    missing: dict[str, str]  # provider: the unset variable holding its key (references' too)
+    problem: str | None  # why it cannot run at all (the aggregator's key, an unknown provider), or None
+
+    @property
+    def runnable(self) -> bool:
+        return self.problem is None
+
+    @property
+    def needs(self) -> str:
+        """What to set, as a user would type it: "OPENROUTER_API_KEY" or "GROQ_API_KEY, OPENAI_API_KEY"."""
+        return ", ".join(sorted(set(self.missing.values())))
+
+
+def readiness(config: Config, preset: Preset) -> Readiness:
+    error, _warning = preflight(config, preset)
+    return Readiness(preset, missing_keys(config, preset), error)
+
+
+def cycle_order(config: Config) -> list[Preset]:
+    """The order presets are listed and cycled in: the user's, as their file has them, then the bundled."""
+    presets = list(config.presets.values())
+    return [p for p in presets if not p.bundled] + sorted((p for p in presets if p.bundled), key=lambda p: p.name)
+
+
+def next_runnable(config: Config, current: str, step: int) -> Preset | None:
+    """The next (step=+1) or previous (-1) preset after `current` that can run, or None when none other can."""
+    order = cycle_order(config)
+    names = [p.name for p in order]
+    start = names.index(current) if current in names else -1 if step > 0 else 0
+    for offset in range(1, len(order) + 1):
+        candidate = order[(start + step * offset) % len(order)]
+        if candidate.name != current and readiness(config, candidate).runnable:
+            return candidate
+    return None

@@ -31,6 +31,7 @@ from ...engine import (
     ReferenceQueued,
     ReferenceStarted,
 )
+from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ToolCallEvent, TurnResult
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
@@ -53,8 +54,9 @@ class ChatScreen(Screen[None]):
     BINDINGS = [
         Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
         Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
+        # xterm and tmux send Shift+F3 as F15 (CSI 1;2R is read as f15): bind both, or it never fires there.
         Binding(
-            "shift+f3",
+            "shift+f3,f15",
             "previous_preset",
             "Previous preset",
             id="previous_preset",
@@ -527,9 +529,16 @@ class ChatScreen(Screen[None]):
                 self.notify(text, severity="error" if level == "error" else "warning", timeout=8)
 
     def _cycle_preset(self, step: int) -> None:
-        names = sorted(self.session.config.presets)
-        position = names.index(self.preset.name) if self.preset.name in names else 0
-        self.switch_preset(names[(position + step) % len(names)])
+        # Only presets that can run: stepping onto one whose key is missing would just fail the next prompt.
+        preset = next_runnable(self.session.config, self.preset.name, step)
+        if preset is None:
+            self.notify(
+                "No other preset can run with the keys set here; F2 lists what each one needs.",
+                title="Preset not switched",
+                severity="warning",
+            )
+            return
+        self.switch_preset(preset.name)
 
     def action_next_preset(self) -> None:
         self._cycle_preset(+1)

@@ -1,0 +1,103 @@
+"""Presets say what they need (issue 11): F3 cycles the ones that can run, the picker explains the rest,
+`moa-chat presets` lists them in the same order."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import WIRE_CONFIG, write_config
+from moa_chat.config import load_config
+from moa_chat.providers import cycle_order, next_runnable, readiness
+from moa_chat.tui.screens.preset_picker import PresetPicker
+from moa_chat.tui.widgets.header import StatusHeader
+from textual.widgets import OptionList
+from tui_helpers import make_app, wait_until
+
+TWO_USER_PRESETS = """\
+    second:
+      description: Another on the test server
+      reference_models:
+        - {provider: wire, model: ref-a}
+      aggregator: {provider: wire, model: agg}
+"""
+
+
+def config_with_user_presets(home, llm_server):
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").rstrip() + "\n" + TWO_USER_PRESETS
+    return load_config(write_config(home, text))
+
+
+def test_the_cycle_puts_the_users_presets_first_in_file_order(home, llm_server):
+    config = config_with_user_presets(home, llm_server)
+    names = [p.name for p in cycle_order(config)]
+    assert names[:2] == ["wire", "second"]
+    assert names[2:] == sorted(names[2:])  # then the bundled ones, by name
+
+
+def test_next_runnable_skips_presets_without_their_key(home, llm_server, monkeypatch):
+    config = config_with_user_presets(home, llm_server)
+    assert not readiness(config, config.preset("openai")).runnable
+    assert readiness(config, config.preset("openai")).needs == "OPENAI_API_KEY"
+    stops = []
+    name = "wire"
+    for _ in range(len(config.presets)):
+        name = next_runnable(config, name, +1).name
+        stops.append(name)
+    assert "openai" not in stops and "frontier" not in stops and "groq-fast" not in stops
+    assert stops[:2] == ["second", "demo"]
+    assert next_runnable(config, "wire", -1).name not in ("openai", "frontier")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
+    assert "openai" in [next_runnable(config, p.name, +1).name for p in cycle_order(config)]
+
+
+async def test_f3_and_shift_f3_step_through_runnable_presets_only(home, llm_server):
+    config = config_with_user_presets(home, llm_server)
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 36)) as pilot:
+        seen = []
+        for _ in range(len(config.presets)):
+            await pilot.press("f3")
+            seen.append(app.session.preset.name)
+        assert all(readiness(config, config.preset(name)).runnable for name in seen)
+        assert seen[0] == "second"
+        await pilot.press("f15")  # what xterm and tmux send for Shift+F3
+        assert app.session.preset.name == seen[-2]
+        assert app.query_one(StatusHeader)
+
+
+async def test_the_picker_dims_a_preset_without_its_key_and_explains_instead_of_switching(home, llm_server):
+    config = config_with_user_presets(home, llm_server)
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
+        options = app.screen.query_one(OptionList)
+        frontier = options.get_option("frontier")
+        assert "needs OPENROUTER_API_KEY" in frontier.prompt.plain
+        options.highlighted = options.get_option_index("frontier")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, PresetPicker)  # still open
+        why = app.screen.query_one("#picker-why")
+        assert why.display and "set OPENROUTER_API_KEY" in str(why.render())
+        assert app.session.preset.name == "wire"
+        options.highlighted = options.get_option_index("second")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.session.preset.name == "second")
+
+
+def test_presets_command_lists_in_cycle_order_and_says_what_cannot_run(home, llm_server, capsys):
+    from moa_chat.cli import main
+
+    config_with_user_presets(home, llm_server)
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Your presets") < out.index("* wire") < out.index("  second") < out.index("Bundled presets")
+    assert "needs: OPENROUTER_API_KEY (not set): cannot run" in out
+    assert main(["presets", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    by_name = {p["name"]: p for p in listed}
+    assert [p["name"] for p in listed[:2]] == ["wire", "second"]
+    assert by_name["frontier"]["runnable"] is False
+    assert by_name["frontier"]["missing_keys"] == ["OPENROUTER_API_KEY"]
+    assert by_name["demo"]["runnable"] is True and by_name["wire"]["default"] is True
