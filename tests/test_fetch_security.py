@@ -5,6 +5,7 @@ internet here: 127.0.0.2 plays a public host, 127.0.0.1 the local service holdin
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,7 +33,14 @@ def serve(host: str, answer):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer((host, 0), Handler)
+    server_type = ThreadingHTTPServer
+    if ":" in host:
+
+        class Server6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        server_type = Server6
+    server = server_type((host, 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -156,3 +164,47 @@ def test_the_checked_address_holds_however_long_the_approval_takes(public_redire
     assert approval_reason(resolver, {"url": url}) is None
     monkeypatch.setattr(fetch_module.time, "monotonic", lambda: 10_000_000.0)  # much later
     assert fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())[2] == b"a public page"
+
+
+@pytest.fixture
+def ipv6_local():
+    """A local service on the IPv6 loopback: /secret holds the secret, /start redirects to it relatively."""
+
+    def answer(path):
+        if path == "/start":
+            return 302, {"Location": "/secret"}, b""
+        return 200, {"Content-Type": "text/plain"}, SECRET.encode()
+
+    try:
+        server = serve("::1", answer)
+    except OSError as exc:  # no IPv6 on this machine (a container without it, say)
+        pytest.skip(f"no IPv6 loopback: {exc}")
+    yield server
+    server.shutdown()
+
+
+def test_a_redirect_to_an_ipv6_loopback_is_refused_like_127_0_0_1(ipv6_local):
+    port = ipv6_local.server_address[1]
+    redirector = serve("127.0.0.2", lambda path: (302, {"Location": f"http://[::1]:{port}/secret"}, b""))
+    try:
+        resolver = Resolver(concern=stand_in)
+        url = f"http://127.0.0.2:{redirector.server_address[1]}/go"
+        assert approval_reason(resolver, {"url": url}) is None
+        with pytest.raises(ToolError, match=r"redirects to http://\[::1\], a local or private address \(::1\)"):
+            fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())
+    finally:
+        redirector.shutdown()
+    # Fetched itself, the same URL is put to the user first, like 127.0.0.1.
+    direct = f"http://[::1]:{port}/secret"
+    with pytest.raises(ToolError, match="refused"):
+        fetch(resolver, direct, limit=10_000, timeout=5, cancel=CancelToken())
+    assert "::1 is a local or private address" in (approval_reason(resolver, {"url": direct}) or "")
+
+
+def test_an_approved_ipv6_host_may_redirect_within_itself(ipv6_local):
+    """The relative Location resolves against the bracketed host: before, against `http://::1:PORT/`, which
+    parses to no host at all, so every relative redirect on an IPv6 host failed."""
+    resolver = Resolver()
+    url = f"http://[::1]:{ipv6_local.server_address[1]}/start"
+    assert approval_reason(resolver, {"url": url})  # the user is asked, and (here) approves
+    assert fetch(resolver, url, limit=10_000, timeout=5, cancel=CancelToken())[2] == SECRET.encode()

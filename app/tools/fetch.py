@@ -108,6 +108,12 @@ def approval_reason(resolver: Resolver, args: dict[str, Any]) -> str | None:
     return None
 
 
+def url_host(host: str) -> str:
+    """A host as a URL spells it: an IPv6 literal goes in brackets (RFC 3986), or its colons would read as a
+    port (`http://::1:8080/` names no host at all; `http://[::1]:8080/` is the loopback)."""
+    return f"[{host}]" if ":" in host else host
+
+
 def _connect(addresses: tuple[str, ...], port: int, timeout: float | None) -> socket.socket:
     """A connection to the first of the checked addresses that answers (and to no other)."""
     error: OSError | None = None
@@ -160,7 +166,7 @@ def fetch(
             )
         if target.local and (target.host, target.port) != approved_local:
             raise ToolError(
-                f"refused: {url} redirects to {target.scheme}://{target.host}, a local or private address "
+                f"refused: {url} redirects to {target.scheme}://{url_host(target.host)}, a local or private address "
                 f"({', '.join(target.addresses)}); fetch that URL itself if you mean it (it asks first)"
             )
         connection_type = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
@@ -169,9 +175,10 @@ def fetch(
             connection.request("GET", target.path, headers={"User-Agent": "moa-chat (fetch_url tool)"})
             response = connection.getresponse()
             if response.status in (301, 302, 303, 307, 308) and response.getheader("Location"):
-                location = urllib.parse.urljoin(
-                    f"{target.scheme}://{target.host}:{target.port}{target.path}", response.getheader("Location", "")
-                )
+                # The base is rebuilt from the parsed target, so an IPv6 host needs its brackets back: a relative
+                # Location on [::1] resolved against "http://::1:80/", a URL with no host Python can parse.
+                base = f"{target.scheme}://{url_host(target.host)}:{target.port}{target.path}"
+                location = urllib.parse.urljoin(base, response.getheader("Location", ""))
                 target = resolver.target(location)
                 continue
             kind = response.getheader("Content-Type", "") or ""
