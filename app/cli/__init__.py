@@ -1,5 +1,5 @@
 """The `moa-chat` command. With no subcommand it opens the TUI; `ask` runs one headless turn; `presets`,
-`sessions` and `export` print what is configured and what was said.
+`sessions` and `export` print what is configured and what was said; `serve` runs the chat in a browser.
 
 Exit status: 0 success, 1 the turn failed, 2 a usage, configuration or session-store error (one line on
 stderr), 130 interrupted.
@@ -19,6 +19,8 @@ from ..store import SessionStore, StoreError
 from .ask import ask
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
+from .serve import add_arguments as add_serve_arguments
+from .serve import serve
 from .sessions import export_session, list_sessions
 
 
@@ -87,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID", help="the session's id, or the start of one")
     export.add_argument("--format", choices=("md", "json"), default="md", help="md (default) or json")
     export.add_argument("-o", "--output", metavar="FILE", type=Path, help="write to FILE instead of stdout")
+    add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
     return parser
 
 
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "export":
             return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
+        if args.command == "serve":
+            return serve(args)
         if args.command == "ask":
             return ask(config, choice.preset, args, notice=choice.notice)
         session, notice = _tui_session(config, args, choice.preset, choice.notice)
