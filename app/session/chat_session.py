@@ -280,5 +280,9 @@ class ChatSession:
         self.ledger = UsageLedger()
         self.id = self.head_id = None
 
+    def begin_close(self) -> None:
+        """Start stopping what this session runs (its MCP servers) without waiting; close() waits."""
+        self.mcp.stop()
+
     def close(self) -> None:
         self.mcp.close()

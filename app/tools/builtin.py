@@ -216,12 +216,9 @@ def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str
     except UnicodeEncodeError as exc:
         raise ToolError(f"the content is not valid text ({exc.reason} at character {exc.start})") from exc
     existed = path.exists()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # e.g. a folder on the way replaced under us
-        raise ToolError(f"cannot create the folder for {ws.relative(path)}: {exc.strerror or exc}") from exc
     # Opened without truncating, checked, then truncated: a path swapped to a link outside is never written.
-    fd, path = ws.open(required(args, "path"), os.O_WRONLY | os.O_CREAT)
+    # Missing folders are made on the way, each inside the last one opened: never through a swapped link.
+    fd, path = ws.open(required(args, "path"), os.O_WRONLY | os.O_CREAT, make_folders=True)
     with os.fdopen(fd, "wb") as handle:
         handle.truncate(0)
         handle.write(data)

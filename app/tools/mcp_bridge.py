@@ -4,6 +4,9 @@ The `mcp` SDK is asyncio-based and its stdio client must be opened and closed wi
 tools run on the turn's worker thread. So each server gets one long-lived session owned by a task on a
 private event loop thread; calls are submitted to that loop and waited on with a timeout. A server that
 fails to start is reported once and skipped.
+
+Quitting must not wait on servers one by one: closing stops them all at once, with one bound for the
+lot, and a server still starting is stopped there and then rather than waited for to finish starting.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +28,10 @@ from .registry import Tool, ToolError
 
 START_TIMEOUT = 20.0
 CALL_TIMEOUT = 120.0
+# The SDK closes a server's stdin, gives it 2 s to exit, then signals its process group (SIGKILL 2 s
+# later): a well-behaved server is gone in a fraction of a second, a stuck one within about 4 s.
+CLOSE_TIMEOUT = 5.0
+_POLL = 0.05  # how often a wait looks up from a future to see whether the server is being stopped
 MAX_RESULT = 50_000
 
 
@@ -56,7 +64,8 @@ class McpServer:
         self.config = config
         self._loop = loop
         self._session: Any = None
-        self._stop: asyncio.Event | None = None
+        self._stopping = threading.Event()
+        self._scope: Any = None  # the anyio cancel scope around the session, while _run runs
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._runner: concurrent.futures.Future[None] | None = None
         self.tools: list[Tool] = []
@@ -64,13 +73,13 @@ class McpServer:
     def start(self) -> None:
         self._runner = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
         try:
-            self._ready.result(timeout=START_TIMEOUT)
+            self._result(self._ready, START_TIMEOUT)
         except concurrent.futures.TimeoutError:
             self.close()
             raise ToolError(f"did not finish starting within {START_TIMEOUT:g}s") from None
         except BaseException as exc:
             self.close()
-            raise ToolError(_describe(exc)) from None
+            raise ToolError(str(exc) if isinstance(exc, ToolError) else _describe(exc)) from None
         try:
             listed = self._call("list_tools", timeout=START_TIMEOUT)
             self.tools = []
@@ -86,9 +95,9 @@ class McpServer:
             raise ToolError(str(exc) if isinstance(exc, ToolError) else _describe(exc)) from None
 
     async def _run(self) -> None:
+        import anyio
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
-        self._stop = asyncio.Event()
         # The SDK passes servers a minimal environment (PATH, HOME, ...) plus `env:` from the config:
         # provider keys in our environment never reach a server unless the user names them.
         params = StdioServerParameters(
@@ -97,19 +106,40 @@ class McpServer:
             env=dict(self.config.env) or None,
             cwd=self.config.cwd,
         )
-        # The server's stderr would tear a full-screen app: it goes nowhere.
-        with open(os.devnull, "w") as errlog:
+        # Stopping cancels this scope, whether the session is up or still starting: the SDK's transport
+        # then winds the server down (stdin closed, then its process group signalled) under a shield.
+        with anyio.CancelScope() as scope, open(os.devnull, "w") as errlog:  # stderr would tear the screen
+            self._scope = scope
+            if self._stopping.is_set():  # stop() came before this scope existed: spawn nothing
+                return
             try:
                 async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                     await session.initialize()
                     self._session = session
                     self._ready.set_result(None)
-                    await self._stop.wait()
+                    await anyio.sleep_forever()
             except BaseException as exc:
-                if not self._ready.done():
+                if not self._ready.done() and not self._stopping.is_set():
                     self._ready.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise  # the scope's own cancellation: it ends here, at the scope
             finally:
                 self._session = None
+                self._scope = None
+        if not self._ready.done():
+            self._ready.set_exception(ToolError(f"MCP server {self.config.name!r} was stopped while starting"))
+
+    def _result(self, future: concurrent.futures.Future[Any], timeout: float) -> Any:
+        """`future.result(timeout)`, given up at once (ToolError) when the server is being stopped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return future.result(timeout=max(0.0, min(_POLL, deadline - time.monotonic())))
+            except concurrent.futures.TimeoutError:
+                if self._stopping.is_set() and not future.done():
+                    raise ToolError(f"MCP server {self.config.name!r} was stopped") from None
+                if time.monotonic() >= deadline:
+                    raise
 
     def _call(self, method: str, *args: Any, timeout: float, **kwargs: Any) -> Any:
         session = self._session
@@ -117,10 +147,13 @@ class McpServer:
             raise ToolError(f"MCP server {self.config.name!r} is not running")
         future = asyncio.run_coroutine_threadsafe(getattr(session, method)(*args, **kwargs), self._loop)
         try:
-            return future.result(timeout)
+            return self._result(future, timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise ToolError(f"MCP server {self.config.name!r} did not answer within {timeout:g}s") from None
+        except ToolError:
+            future.cancel()
+            raise
 
     def _as_tool(self, listed: Any) -> Tool:
         annotations = getattr(listed, "annotations", None)
@@ -156,7 +189,7 @@ class McpServer:
                 result = future.result(timeout=0.1)
                 break
             except concurrent.futures.TimeoutError:
-                if cancel.cancelled:
+                if cancel.cancelled or self._stopping.is_set():
                     future.cancel()
                     raise Cancelled() from None
             except Exception as exc:
@@ -171,14 +204,37 @@ class McpServer:
             raise ToolError(text or "the MCP tool reported an error")
         return text[:MAX_RESULT] + (f"\n[cut at {MAX_RESULT:,} characters]" if len(text) > MAX_RESULT else "")
 
-    def close(self) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._runner is not None:
+    def stop(self) -> None:
+        """Ask the server to stop, without waiting: its session closes, or its start is abandoned."""
+        self._stopping.set()
+        with contextlib.suppress(RuntimeError):  # the loop is closed already: nothing runs on it any more
+            self._loop.call_soon_threadsafe(self._cancel_scope)
+
+    def _cancel_scope(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` for the server to have stopped; whether it has."""
+        runner = self._runner
+        if runner is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
             try:
-                self._runner.result(10)
+                runner.result(timeout=max(0.0, min(_POLL, deadline - time.monotonic())))
+            except concurrent.futures.TimeoutError:
+                # A stopped loop never finishes the runner: waiting on would only hold up the quit.
+                if time.monotonic() >= deadline or not self._loop.is_running():
+                    return False
+                continue
             except BaseException:
-                self._runner.cancel()
+                pass  # ended with an error (or cancelled): ended all the same
+            return True
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        self.stop()
+        self.wait(timeout)
 
 
 class McpHub:
@@ -190,39 +246,76 @@ class McpHub:
         self.failures: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        # start() runs on a worker thread while close() may come from the UI's: this guards the list of
+        # servers, the one starting, and whether the hub is closed.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._starting: McpServer | None = None
 
     def start(self, report: Callable[[str], None] | None = None) -> McpHub:
-        """Start every server (blocking; call it off the UI thread). Failures are reported once each."""
+        """Start every server (blocking; call it off the UI thread). Failures are reported once each.
+        A close() meanwhile ends it early: the server starting is stopped and the rest are not started."""
         if not self.configs:
             return self
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
-        self._thread.start()
+        with self._lock:
+            if self._closed:
+                return self
+            loop = self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=loop.run_forever, name="mcp", daemon=True)
+            self._thread.start()
         for name, config in self.configs.items():
-            server = McpServer(config, self._loop)
+            server = McpServer(config, loop)
+            with self._lock:
+                if self._closed:
+                    break
+                self._starting = server
             try:
                 server.start()
             except Exception as exc:  # one broken server must not keep the others (or the app) from starting
-                with contextlib.suppress(Exception):
-                    server.close()
+                with self._lock:
+                    self._starting = None
+                    if self._closed:  # stopped because the app is quitting: not a failure to tell anyone
+                        break
                 self.failures[name] = str(exc)
                 if report is not None:
                     report(f"MCP server {name!r} failed to start and is skipped: {exc}")
                 continue
-            self.servers.append(server)
+            with self._lock:
+                self._starting = None
+                if not self._closed:
+                    self.servers.append(server)
+                    continue
+            server.close()  # it came up just as the hub closed
+            break
         return self
 
     def tools(self) -> list[Tool]:
         return [tool for server in self.servers for tool in server.tools]
 
-    def close(self) -> None:
-        for server in self.servers:
+    def stop(self) -> None:
+        """Ask every server to stop, all at once, without waiting (close() waits). Quitting calls this
+        first, so the servers wind down while the rest of the app does."""
+        with self._lock:
+            self._closed = True
+            servers = [*self.servers, *([self._starting] if self._starting is not None else [])]
+        for server in servers:
+            server.stop()
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop every server, all at once, waiting at most `timeout` in all (not per server)."""
+        self.stop()
+        with self._lock:
+            servers = [*self.servers, *([self._starting] if self._starting is not None else [])]
+            self.servers.clear()
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        deadline = time.monotonic() + timeout
+        for server in servers:
             with contextlib.suppress(Exception):
-                server.close()
-        self.servers.clear()
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
-            if not self._thread.is_alive():
-                self._loop.close()
-            self._loop = None
+                server.wait(max(0.0, deadline - time.monotonic()))
+        if loop is not None and thread is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(loop.stop)
+            thread.join(max(0.5, deadline - time.monotonic()))
+            if not thread.is_alive():
+                loop.close()

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import os
 import signal
+import sys
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path, PurePath
+from types import FrameType
 from typing import Any
 
+from rich.console import RenderableType
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -54,6 +59,7 @@ class MoAChatApp(App[int]):
         session: ChatSession | None = None,
     ) -> None:
         super().__init__()
+        self._quitting = False
         self.config = config
         self.session = session or ChatSession(config, preset)
         self.notice = notice
@@ -83,6 +89,29 @@ class MoAChatApp(App[int]):
         for number in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(number, self.exit)
+        self._guard_resume()
+
+    def _guard_resume(self) -> None:
+        """Textual takes any SIGCONT for a return from Ctrl+Z and restarts its terminal mode. A closed
+        terminal sends one with its SIGHUP, and the restart then starts a second input thread on it that
+        spins forever and keeps the process from exiting: resume only while the app runs on a terminal."""
+        resume = signal.getsignal(signal.SIGCONT)
+        if not callable(resume):
+            return
+
+        def on_sigcont(number: int, frame: FrameType | None) -> None:
+            if not self._quitting and _terminal_open():
+                resume(number, frame)
+
+        with contextlib.suppress(ValueError):  # not the main thread: nothing to guard there
+            signal.signal(signal.SIGCONT, on_sigcont)
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        # Every way out (Ctrl+Q, the palette, SIGTERM, SIGHUP) comes here. MCP servers take a moment to wind
+        # down: ask them now, so they do it while the terminal is restored; the chat's unmount waits.
+        self._quitting = True
+        self.session.begin_close()
+        super().exit(result, return_code, message)
 
     def _on_theme_changed(self, theme: Theme) -> None:
         if self._remember_theme:
@@ -93,6 +122,17 @@ class MoAChatApp(App[int]):
         ids = [b.id for b in declared_bindings(chat) if b.id]
         self.push_screen(HelpScreen(help_rows(chat), ids))
 
+    def on_ready(self) -> None:
+        """A `keymap:` typo would otherwise do nothing, silently, or leave its action with no key at all: say
+        so at start, and keep only the entries that can work."""
+        from .keys import check_keymap, keymap_notice, known_binding_ids
+
+        usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
+        if problems:
+            self.set_keymap(usable)
+            notice = keymap_notice(self.config.path, problems, key_texts(self.chat).get("help", "F1"))
+            self.notify(notice, title="Keymap problems", severity="warning", timeout=20, markup=False)
+
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from self.chat.system_commands()
@@ -100,7 +140,22 @@ class MoAChatApp(App[int]):
         yield SystemCommand("Help", f"Keys and where to find more ({keys.get('help', 'F1')})", self.action_help)
 
 
+def _terminal_open() -> bool:
+    stdin = sys.__stdin__
+    try:
+        return stdin is not None and os.isatty(stdin.fileno())
+    except (OSError, ValueError):
+        return False
+
+
 def run_app(config: Config, session: ChatSession, *, notice: str | None = None) -> int:
     app = MoAChatApp(config, session.preset, notice=notice, session=session)
     app.run()
+    # The worker threads have been joined by now: nothing writes to the store any more.
+    if session.store is not None:
+        with contextlib.suppress(Exception):
+            session.store.close()
+    # At exit Python collects every object the UI ever made, which takes seconds on a loaded machine
+    # while the shell waits for its prompt; the process is ending, so let the OS reclaim them instead.
+    gc.freeze()
     return app.return_code or 0
