@@ -251,7 +251,7 @@ def test_unknown_default_preset_is_an_error_with_its_line(home):
     ("text", "line", "expected"),
     [
         ("moa:\n  defualt_preset: demo\n", 2, "moa: unknown key 'defualt_preset' (did you mean 'default_preset'?)"),
-        ("system_prompt: be brief\n", 1, "config.yaml: unknown key 'system_prompt'"),
+        ("system_promt: be brief\n", 1, "config.yaml: unknown key 'system_promt' (did you mean 'system_prompt'?)"),
         ("modles: []\n", 1, "config.yaml: unknown key 'modles'; known keys: moa, providers"),
         ("max_iteration: 3\n", 1, "(did you mean 'max_iterations'?)"),
     ],

@@ -8,11 +8,13 @@ stderr), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from .. import __version__
 from ..config import Config, ConfigError, Preset, load_config
+from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
 from ..session import ChatSession
 from ..store import SessionStore, StoreError
@@ -37,6 +39,19 @@ def _common(*, under_a_command: bool) -> argparse.ArgumentParser:
         help="config file to use (default: config.yaml in $MOA_CHAT_HOME or the user config folder)",
     )
     common.add_argument("--preset", metavar="NAME", default=default, help="MoA preset to use (see `moa-chat presets`)")
+    common.add_argument(
+        "--aggregator",
+        metavar="PROVIDER:MODEL",
+        default=default,
+        help="use this aggregator instead of the preset's (a one-off preset named `custom`)",
+    )
+    common.add_argument(
+        "--reference",
+        metavar="PROVIDER:MODEL",
+        action="append",
+        default=default,
+        help="a reference model instead of the preset's; repeat for several",
+    )
     common.add_argument(
         "--session",
         metavar="ID",
@@ -75,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="let fetch_url reach this machine and its network (localhost, the LAN, cloud metadata) without "
         "asking; --yes does not allow that",
     )
+    ask_.add_argument("--system", metavar="TEXT", help="the system prompt for this turn (over the config's)")
+    ask_.add_argument(
+        "-a",
+        "--attach",
+        metavar="FILE",
+        action="append",
+        help="attach a text file as context (repeatable; each is capped at 50,000 characters)",
+    )
     ask_.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the latest session")
     ask_.add_argument("--no-save", action="store_true", help="store nothing of this turn")
 
@@ -104,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "export":
             return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
+        if args.aggregator or args.reference:
+            adhoc = adhoc_preset(config, choice.preset, aggregator=args.aggregator, references=args.reference or ())
+            config = with_preset(config, adhoc)
+            choice = dataclasses.replace(choice, preset=adhoc)
         if args.command == "serve":
             return serve(args)
         if args.command == "ask":
@@ -136,6 +163,6 @@ def _tui_session(
         if not args.session and latest is None:
             raise StoreError("there is no stored session to resume yet")
         session.open(args.session or (latest.id if latest else ""))
-        if args.preset:
-            session.switch_preset(args.preset)
+        if args.preset or args.aggregator or args.reference:  # given now: wins over what the session used
+            session.switch_preset(preset.name)
     return session, notice

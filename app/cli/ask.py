@@ -11,6 +11,7 @@ from typing import Any
 from ..config import Config, Preset
 from ..engine import CancelToken
 from ..session import ChatSession, Notice, TurnResult
+from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
 from ..terminal import inert, inert_json
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -22,7 +23,15 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not prompt.strip():
         print("moa-chat: error: the prompt is empty", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        files = [read_attachment(path) for path in getattr(args, "attach", None) or ()]
+        content = attach(prompt, files) if files else prompt
+    except AttachmentError as exc:
+        print(f"moa-chat: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     session = _session(config, preset, args)
+    if getattr(args, "system", None) is not None:
+        session.system_prompt = args.system
     preset = session.preset
     error, warning = session.preflight()
     if error:
@@ -32,14 +41,18 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         if line and not args.quiet:
             print(f"moa-chat: {line}", file=sys.stderr)
     if not args.quiet:
+        refs = len(preset.references)
         print(
-            f"moa-chat: preset {preset.name} — {len(preset.references)} references → {preset.aggregator.label}",
+            f"moa-chat: preset {preset.name} — {refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}",
             file=sys.stderr,
         )
+        for file in files:
+            cut = f", cut to the first {len(file.text):,}" if file.cut else ""
+            print(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})", file=sys.stderr)
     progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
-        result = _send_interruptibly(session, prompt, progress)
+        result = _send_interruptibly(session, content, progress)
     finally:
         session.close()
     if args.json:
@@ -74,8 +87,8 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
         if not wanted and latest is None:
             raise StoreError("there is no stored session to continue yet")
         session.open(wanted or (latest.id if latest else ""))
-        if getattr(args, "preset", None):
-            session.switch_preset(args.preset)
+        if getattr(args, "preset", None) or getattr(args, "aggregator", None) or getattr(args, "reference", None):
+            session.switch_preset(preset.name)  # given now: wins over what the session used
     return session
 
 

@@ -77,7 +77,10 @@ class Progress:
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None
-            return f"  → {event.label} writing ({event.references_ok}/{event.references_total} references answered)"
+            many = "s" if event.references_total != 1 else ""
+            return (
+                f"  → {event.label} writing ({event.references_ok}/{event.references_total} reference{many} answered)"
+            )
         if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):
             took = f" {event.seconds:.1f}s" if event.seconds else ""
             why = ""

@@ -64,6 +64,10 @@ def app_command(args: argparse.Namespace, session_id: str | None) -> str:
         argv += ["--config", str(Path(args.config).absolute())]
     if args.preset:
         argv += ["--preset", args.preset]
+    if getattr(args, "aggregator", None):
+        argv += ["--aggregator", args.aggregator]
+    for reference in getattr(args, "reference", None) or ():
+        argv += ["--reference", reference]
     if session_id:
         argv += ["--session", session_id]
     # textual-serve runs it with /bin/sh; exec makes the chat the shell's own process, so nothing is left

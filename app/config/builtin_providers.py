@@ -25,6 +25,12 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
         ProviderConfig("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
         ProviderConfig("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
         ProviderConfig("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+        # Anthropic's and Google's OpenAI-compatible layers (their docs give these base URLs).
+        ProviderConfig("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+        ProviderConfig("gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"),
+        ProviderConfig("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+        ProviderConfig("fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+        ProviderConfig("cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"),
         ProviderConfig("ollama", "http://localhost:11434/v1", None),
         ProviderConfig("lmstudio", "http://localhost:1234/v1", None),
         # Served by a provider moa-chat starts itself (providers.lifecycle): the base URL is known once it runs.

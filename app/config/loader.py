@@ -47,6 +47,7 @@ PRESET_KEYS = (
     "tools",
     "fanout",
     "max_iterations",
+    "system_prompt",
 )
 TOP_LEVEL_KEYS = (
     "moa",
@@ -57,6 +58,7 @@ TOP_LEVEL_KEYS = (
     "mcp_servers",
     "tool_env_allow",
     "network",
+    "system_prompt",
 )
 MOA_KEYS = ("default_preset", "presets")
 PROVIDER_TIME_LIMITS = ("connect_timeout", "first_token_timeout", "stall_timeout", "max_retry_wait")
@@ -210,6 +212,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         raise ctx.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
     ctx.expect_int(max_iterations, raw, "max_iterations", minimum=1)
 
+    system_prompt = _parse_system_prompt(raw, ctx, "config.yaml")
     network = NetworkLimits()
     raw_network = raw.get("network")
     if raw_network is not None:
@@ -236,6 +239,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         tool_env_allow=tuple(tool_env_allow),
         problems=problems,
         network=network,
+        system_prompt=system_prompt,
     )
 
 
@@ -369,6 +373,7 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
         fanout=fanout,
         max_iterations=body.get("max_iterations"),
         source=str(ctx.path),
+        system_prompt=_parse_system_prompt(body, ctx, what),
     )
 
 
@@ -420,6 +425,17 @@ def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _
         max_retries=max_retries,
         network=network,
     )
+
+
+def _parse_system_prompt(body: dict, ctx: _Context, what: str) -> str | None:
+    value = body.get("system_prompt")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ctx.error(
+            body, f"{what}: system_prompt must be text (use `|` for several lines), not {_kind(value)}", "system_prompt"
+        )
+    return value.strip() or None
 
 
 def _parse_limits(body: dict, ctx: _Context, what: str, parent: Any = None) -> dict[str, Any]:

@@ -59,6 +59,7 @@ class Preset:
     fanout: Literal["user_turn", "per_iteration"] = "user_turn"
     max_iterations: int | None = None
     source: str = ""
+    system_prompt: str | None = None  # None: the global `system_prompt:` applies
 
     @property
     def references(self) -> tuple[Slot, ...]:
@@ -132,6 +133,11 @@ class Config:
     # Presets that cannot run as written (an unknown provider), with the error that says where.
     problems: dict[str, ConfigError] = field(default_factory=dict)
     network: NetworkLimits = field(default_factory=NetworkLimits)
+    system_prompt: str | None = None
+
+    def system_prompt_for(self, preset: Preset) -> str | None:
+        """The system prompt a turn on `preset` starts with: the preset's own, else the global one."""
+        return preset.system_prompt if preset.system_prompt is not None else self.system_prompt
 
     def limits(self, provider: str) -> NetworkLimits:
         """The time limits and retries for calls to `provider`: its own settings over the global ones."""

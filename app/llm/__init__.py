@@ -28,6 +28,7 @@ from .errors import (
     redact,
     retry_after,
 )
+from .models import list_models
 from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response, note_bytes
 from .usage import Usage
 
@@ -45,6 +46,7 @@ __all__ = [
     "format_wait",
     "is_complete_response",
     "is_transient",
+    "list_models",
     "note_bytes",
     "retry_after",
 ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, Preset
+from ..config.adhoc import add_reference, replace_aggregator, with_preset
 from ..engine import CancelToken, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.events import emit
@@ -47,6 +48,7 @@ class ChatSession:
     ) -> None:
         self.config = config
         self.preset = preset
+        self.system_prompt: str | None = None  # for this session only (ask --system); else the config's
         self.messages: list[dict[str, Any]] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
@@ -101,6 +103,13 @@ class ChatSession:
         """The preset for the next turn (a running turn keeps the one it started with)."""
         self.preset = self.config.preset(name)
         return self.preset
+
+    def use_model(self, spec: str, *, as_aggregator: bool) -> Preset:
+        """Switch to this session's preset with `spec` (provider:model) as its aggregator, or as one more
+        reference: a `custom` preset, for this session only (ConfigError for an unknown provider)."""
+        preset = (replace_aggregator if as_aggregator else add_reference)(self.config, self.preset, spec)
+        self.config = with_preset(self.config, preset)
+        return self.switch_preset(preset.name)
 
     def preflight(self, preset: Preset | None = None) -> tuple[str | None, str | None]:
         """(error, warning) before a turn: a keyless aggregator is an error, keyless references a warning."""
@@ -222,6 +231,7 @@ class ChatSession:
                 approver=self.approval,
                 call=self._call,
                 references=references,
+                system_prompt=self.system_prompt,
             )
             result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running

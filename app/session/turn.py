@@ -66,8 +66,11 @@ class Turn:
         max_iterations: int | None = None,
         call: CallLLM = call_llm,
         references: tuple[ReferenceFinished, ...] | None = None,
+        system_prompt: str | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        # Given (ask --system), else the preset's, else the global one; sent first, never stored.
+        self.system_prompt = system_prompt if system_prompt is not None else config.system_prompt_for(preset)
         self.references = references  # stored answers to use instead of asking the references
         self.observer = observer
         self.cancel = cancel or CancelToken()
@@ -93,6 +96,8 @@ class Turn:
             references=self.references,
         )
         conversation = list(messages)
+        if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
+            conversation.insert(0, {"role": "system", "content": self.system_prompt})
         added: list[dict[str, Any]] = []
         texts: list[str] = []
         status: TurnStatus = "ok"

@@ -23,7 +23,7 @@ from textual.theme import Theme
 from ..config import Config, Preset
 from ..config.settings import load_settings, save_setting
 from ..session import ChatSession
-from .commands import PresetCommands
+from .commands import ModelCommands, PresetCommands
 from .keys import declared_bindings, help_rows, key_texts
 from .screens.chat import ChatScreen
 from .screens.help import HelpScreen
@@ -39,7 +39,7 @@ def stylesheet_paths() -> list[str | PurePath]:
 class MoAChatApp(App[int]):
     TITLE = "moa-chat"
     CSS_PATH = stylesheet_paths()
-    COMMANDS = App.COMMANDS | {PresetCommands}
+    COMMANDS = App.COMMANDS | {PresetCommands, ModelCommands}
     BINDINGS = [
         Binding("f1", "help", "Help", id="help", tooltip="keys and where to find more"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="quit"),

@@ -10,6 +10,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -20,7 +21,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
-from ...config import Preset
+from ...config import ConfigError, Preset
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
@@ -33,6 +34,7 @@ from ...engine import (
 )
 from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ToolCallEvent, TurnResult
+from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
@@ -44,6 +46,7 @@ from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
+from .model_picker import ModelPicker
 from .panel import PanelAnswers
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
@@ -51,6 +54,9 @@ from .sessions import SessionsScreen
 
 
 class ChatScreen(Screen[None]):
+    # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
+
     BINDINGS = [
         Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
         Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
@@ -283,7 +289,8 @@ class ChatScreen(Screen[None]):
         if not self._can_rewrite():
             return
         prompt = self.query_one(PromptInput)
-        prompt.load_text(self.chat_log.query(UserMessage).last().text)
+        # What was typed: its `@path` mentions attach the files again when it is sent.
+        prompt.load_text(split_attachments(self.chat_log.query(UserMessage).last().text)[0])
         prompt.move_cursor(prompt.document.end)
         prompt.focus()
         self._editing = True
@@ -356,9 +363,16 @@ class ChatScreen(Screen[None]):
         if self.turn_running:
             self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
             return
+        try:
+            # `@path` naming a file in the working folder attaches its text (shown as a chip in the log).
+            files = [read_attachment(path, base=Path.cwd()) for path in mentioned_files(event.text, Path.cwd())]
+            content = attach(event.text, files) if files else event.text
+        except AttachmentError as exc:
+            self.notify(str(exc), title="Not sent", severity="error")  # the prompt stays in the box
+            return
         self.query_one(PromptInput).accept(event.text)
         self.session.remember_prompt(event.text)
-        await self.start_turn(event.text)
+        await self.start_turn(content)
 
     async def start_turn(self, text: str) -> None:
         log = self.chat_log
@@ -436,12 +450,14 @@ class ChatScreen(Screen[None]):
             if isinstance(event, ReferenceFinished) and reply is not None and not reply.text:
                 cards = self.sidebar.cards()
                 done = sum(c.status not in ("queued", "running") for c in cards)
-                reply.set_status(f"consulting {len(cards)} references… {done}/{len(cards)} finished")
+                many = "s" if len(cards) != 1 else ""
+                reply.set_status(f"consulting {len(cards)} reference{many}… {done}/{len(cards)} finished")
         elif isinstance(event, AggregatorStarted | AggregatorFinished):
             self.sidebar.aggregator_card.apply(event)
             if isinstance(event, AggregatorStarted) and reply is not None and not reply.text:
                 reply.set_status(
-                    f"{event.label} is writing… ({event.references_ok}/{event.references_total} references answered)"
+                    f"{event.label} is writing… ({event.references_ok}/{event.references_total} "
+                    f"reference{'s' if event.references_total != 1 else ''} answered)"
                 )
         elif isinstance(event, CallRetrying):
             card = self.sidebar.aggregator_card if event.role == "aggregator" else self.sidebar.card(event.index)
@@ -505,11 +521,14 @@ class ChatScreen(Screen[None]):
     # ------------------------------------------------------------------ presets
 
     def switch_preset(self, name: str) -> None:
-        preset = self.session.switch_preset(name)
+        self._show_switched(self.session.switch_preset(name))
+
+    def _show_switched(self, preset: Preset) -> None:
         self.query_one(StatusHeader).show(preset)
         when = " from the next turn" if self.turn_running else ""
+        refs = len(preset.references)
         self.notify(
-            f"{preset.name}: {len(preset.references)} references → {preset.aggregator.label}{when}",
+            f"{preset.name}: {refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}{when}",
             title="Preset switched",
         )
         if self.turn_running:
@@ -546,6 +565,21 @@ class ChatScreen(Screen[None]):
     def action_previous_preset(self) -> None:
         self._cycle_preset(-1)
 
+    def choose_model(self, provider: str, *, as_aggregator: bool) -> None:
+        """List `provider`'s models; the one chosen becomes the aggregator, or joins the references."""
+
+        def chosen(spec: str | None) -> None:
+            if not spec:
+                return
+            try:
+                preset = self.session.use_model(spec, as_aggregator=as_aggregator)
+            except ConfigError as exc:
+                self.notify(str(exc), title="Model not used", severity="error")
+                return
+            self._show_switched(preset)
+
+        self.app.push_screen(ModelPicker(self.session.config, provider, as_aggregator=as_aggregator), chosen)
+
     def action_preset_picker(self) -> None:
         def chosen(name: str | None) -> None:
             if name and name != self.preset.name:
@@ -559,8 +593,7 @@ class ChatScreen(Screen[None]):
         self.app.push_screen(ReferenceDetail(event.card))
 
     def action_toggle_sidebar(self) -> None:
-        sidebar = self.sidebar
-        sidebar.display = not sidebar.display
+        self.sidebar.toggle()
 
     def action_scroll_log(self, direction: int) -> None:
         # Scrolling up releases the log's anchor, so a streaming reply stops pulling the view down;

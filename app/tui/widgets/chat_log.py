@@ -10,11 +10,18 @@ from textual.widgets import Static
 
 from ...config import Preset
 from ...session import Exchange
+from ...session.attachments import describe, split_attachments
 from ...terminal import inert
 from .reply import AssistantReply
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
+
+# A prompt up to WHOLE_* shows whole; a longer one shows its first SHOWN_* and how much more there is (the
+# gap, so a note never hides just a line or two). A pasted megabyte in full would bury the reply under
+# thousands of lines, and wrapping it for the log froze the whole UI for seconds.
+WHOLE_LINES, WHOLE_CHARACTERS = 60, 6_000
+SHOWN_LINES, SHOWN_CHARACTERS = 40, 4_000
 
 
 class ChatLog(VerticalScroll):
@@ -98,8 +105,34 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(inert(text)), classes="user-message")
-        self.text = text
+        typed, chips = split_attachments(text)
+        shown = shown_prompt(typed)
+        if chips:
+            # Attached files as chips: their text went to the models, the log shows what they were.
+            shown = Content.assemble(
+                shown, "\n", Content("  ").join(Content.styled(f" 📎 {inert(describe(c))} ", "reverse") for c in chips)
+            )
+        super().__init__(shown, classes="user-message")
+        self.text = text  # all of it, as sent
+        self.attachments = chips
+
+
+def shown_prompt(text: str) -> Content:
+    """A prompt as the log shows it: whole, or its first SHOWN_LINES lines (SHOWN_CHARACTERS at most) and a
+    note of the rest."""
+    if len(text) <= WHOLE_CHARACTERS and text.count("\n") + (not text.endswith("\n")) <= WHOLE_LINES:
+        return Content(inert(text))
+    cut = -1
+    for _ in range(SHOWN_LINES):
+        cut = text.find("\n", cut + 1)
+        if cut < 0:
+            break
+    cut = min(SHOWN_CHARACTERS, len(text) if cut < 0 else cut)
+    rest = text[cut:]
+    hidden_lines = rest.count("\n") - rest.endswith("\n")  # lines that start after the cut (none is shown)
+    more = f"{hidden_lines:,} more lines" if hidden_lines else f"{len(rest):,} more characters"
+    note = f"… {more} not shown here · {len(text):,} characters in all"
+    return Content.assemble(inert(text[:cut]), "\n", (note, "italic $text-muted"))
 
 
 class Notice(Static):

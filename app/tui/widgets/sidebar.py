@@ -37,6 +37,10 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         await self.remove_children()
         await self.mount_all(self._widgets(preset))
 
+    def toggle(self) -> None:
+        """F4: hide or show (on a narrow screen, where it starts hidden: open or close it over the log)."""
+        self.display = not self.display
+
     def cards(self) -> list[ReferenceCard]:
         return list(self._cards)
 
