@@ -11,19 +11,18 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..config import Config, ConfigError, Preset, load_config
 from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
-from ..session import ChatSession
-from ..store import SessionStore, StoreError
-from .ask import ask
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
-from .serve import serve
-from .sessions import export_session, list_sessions
+
+if TYPE_CHECKING:
+    from ..session import ChatSession
 
 
 def _common(*, under_a_command: bool) -> argparse.ArgumentParser:
@@ -122,9 +121,20 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         if args.command == "presets":
             return list_presets(config, sys.stdout, as_json=args.json)
+    except ConfigError as exc:
+        return _usage_error(exc)
+    # Only what follows talks to providers or the store: their imports (the openai SDK above all, half a
+    # second) are paid here, so `presets` and `--help` start at once.
+    from ..store import SessionStore, StoreError
+
+    try:
         if args.command == "sessions":
+            from .sessions import list_sessions
+
             return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
         if args.command == "export":
+            from .sessions import export_session
+
             return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
         if args.aggregator or args.reference:
@@ -132,16 +142,24 @@ def main(argv: list[str] | None = None) -> int:
             config = with_preset(config, adhoc)
             choice = dataclasses.replace(choice, preset=adhoc)
         if args.command == "serve":
+            from .serve import serve
+
             return serve(args)
         if args.command == "ask":
+            from .ask import ask
+
             return ask(config, choice.preset, args, notice=choice.notice)
         session, notice = _tui_session(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
-        print(f"moa-chat: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     from ..tui.app import run_app
 
     return run_app(config, session, notice=notice)
+
+
+def _usage_error(exc: Exception) -> int:
+    print(f"moa-chat: error: {exc}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _tui_session(
@@ -149,6 +167,9 @@ def _tui_session(
 ) -> tuple[ChatSession, str | None]:
     """The TUI's session: stored unless the store cannot be opened (then it says so and keeps going),
     continuing --session or --resume (those must work, or moa-chat stops with the reason)."""
+    from ..session import ChatSession
+    from ..store import SessionStore, StoreError
+
     wanted = args.session or args.resume
     try:
         store: SessionStore | None = SessionStore()

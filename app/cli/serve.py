@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..store import SessionStore, StoreError
 from .exit_codes import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -79,6 +78,8 @@ def stored_session(args: argparse.Namespace) -> str | None:
     """The full id of the session every tab opens, checked now: a wrong --session, or --resume with
     nothing stored, is an error on this terminal rather than a blank "Session ended" in the browser.
     --resume is fixed to the latest session at start, so a second tab does not open the first tab's chat."""
+    from ..store import SessionStore, StoreError
+
     if not (args.session or getattr(args, "resume", False)):
         return None
     store = SessionStore()
