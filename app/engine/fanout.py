@@ -7,11 +7,10 @@ read; a reference abandoned by a timeout or a cancel never holds anything up (se
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
-
-import openai
 
 from ..config import Config, Preset, Slot
 from ..llm import LLMCallError, TimedOut, describe_error
@@ -172,7 +171,12 @@ class FanOut:
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APITimeoutError | TimedOut):
+    if isinstance(exc, TimedOut):
+        return True
+    openai = sys.modules.get("openai")  # loaded whenever one of its errors exists
+    if openai is None:
+        return isinstance(exc, TimeoutError)
+    if isinstance(exc, openai.APITimeoutError):
         return True
     if isinstance(exc, LLMCallError):
         return isinstance(exc.__cause__, openai.APITimeoutError)

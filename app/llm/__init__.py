@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import openai
-
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
+from .clients import warm_up
 from .errors import (
     CutOff,
     LLMCallError,
@@ -49,6 +48,7 @@ __all__ = [
     "list_models",
     "note_bytes",
     "retry_after",
+    "warm_up",
 ]
 
 API_MODE = "chat_completions"
@@ -100,6 +100,8 @@ def call_llm(
     max_retries: int | None = None,
 ) -> Any:
     """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated)."""
+    import openai  # on first use, not at start-up (see clients.warm_up)
+
     config = config or load_config()
     provider, model, base_url, api_key, _mode = _resolve_task_provider_model(
         task, provider, model, base_url, api_key, config=config

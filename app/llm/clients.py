@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
-
-import httpx2 as httpx
-import openai
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
 from ..config.model import NetworkLimits
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
+    import openai
 
 # The byte-level limits are the engine's watchdog's to enforce, with its clear message; the HTTP client's
 # read timeout sits this far behind them, to bound a request nobody watches (the seed's direct calls).
@@ -16,12 +18,14 @@ BACKSTOP_MARGIN = 15.0
 
 
 def http_timeout(limits: NetworkLimits) -> httpx.Timeout:
+    import httpx2 as httpx
+
     waits = [w for w in (limits.first_token_timeout, limits.stall_timeout) if w is not None]
     read = max(waits) + BACKSTOP_MARGIN if len(waits) == 2 else None
     return httpx.Timeout(connect=limits.connect_timeout, read=read, write=read, pool=limits.connect_timeout)
 
 
-_clients: dict[tuple, openai.OpenAI] = {}
+_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
 
 
@@ -34,6 +38,8 @@ def get_cached_client(
     config: Config | None = None,
 ) -> tuple[openai.OpenAI, str]:
     """One client per endpoint and key, shared by every call and thread (keeps connections warm)."""
+    import openai  # here, not at start-up: it takes half a second (see warm_up)
+
     config = config or load_config()
     spec = config.providers.get(provider)
     headers = tuple(sorted(spec.headers.items())) if spec else ()
@@ -52,3 +58,13 @@ def get_cached_client(
             )
             _clients[key] = client
     return client, model
+
+
+def warm_up() -> None:
+    """Import the SDK on a background thread, once the app has shown its first screen, so that neither
+    the start-up nor the first turn waits for it."""
+
+    def load() -> None:
+        import openai  # noqa: F401
+
+    threading.Thread(target=load, name="moa-import-sdk", daemon=True).start()

@@ -1,4 +1,8 @@
-"""A failed provider call, and the one-line reason a user can act on."""
+"""A failed provider call, and the one-line reason a user can act on.
+
+The SDK (openai, on httpx2) is not imported here: it costs half a second, and an error of its can only
+exist once it has been imported, so `_sdk()` finds it in sys.modules when there is anything to describe.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,15 @@ import contextlib
 import email.utils
 import ipaddress
 import re
+import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx2 as httpx
-import openai
-
 from ..config import ConfigError
+
+if TYPE_CHECKING:
+    import openai
 
 
 class LLMCallError(RuntimeError):
@@ -93,8 +98,20 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 
 
+def _sdk() -> Any:
+    """The openai module if it is loaded (it is whenever one of its errors exists), else None."""
+    return sys.modules.get("openai")
+
+
+def _http() -> Any:
+    return sys.modules.get("httpx2")
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether sending the same request again may well succeed: the SDK's rules, `x-should-retry` first."""
+    openai = _sdk()
+    if openai is None:
+        return False
     if isinstance(exc, openai.APITimeoutError):
         return False  # a time limit: see TimedOut
     if isinstance(exc, openai.APIConnectionError):
@@ -138,6 +155,8 @@ def format_wait(seconds: float) -> str:
 
 def describe_call_error(exc: openai.OpenAIError, *, base_url: str, provider: str) -> str:
     """`describe_error`, with what only the caller knows: the endpoint refused, and whether it is local."""
+    import openai
+
     if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError) and _refused(exc):
         reason = f"connection refused by {base_url}"
         if _is_local(base_url):
@@ -174,10 +193,17 @@ def _is_local(base_url: str) -> bool:
 
 def closed_midway(exc: BaseException) -> str | None:
     """What happened, when a read failed because the connection closed or reset under it; else None."""
-    if isinstance(exc, httpx.TimeoutException):
+    openai, httpx = _sdk(), _http()
+    if httpx is not None and isinstance(exc, httpx.TimeoutException):
         return None
-    if isinstance(exc, httpx.TransportError | openai.APIConnectionError | ConnectionError):
-        cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+    kinds: tuple[type[BaseException], ...] = (ConnectionError,)
+    if httpx is not None:
+        kinds += (httpx.TransportError,)
+    if openai is not None:
+        kinds += (openai.APIConnectionError,)
+    if isinstance(exc, kinds):
+        cause = exc.__cause__ if openai is not None and isinstance(exc, openai.APIConnectionError) else None
+        cause = cause or exc
         return _first_line(str(cause)) or type(cause).__name__
     return None
 
@@ -188,21 +214,23 @@ def describe_error(exc: BaseException) -> str:
         return exc.reason
     if isinstance(exc, ConfigError):
         return exc.message
-    if isinstance(exc, openai.APITimeoutError):
-        return "timed out waiting for the provider"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f": {_first_line(str(cause))}" if cause and str(cause) else ""
-        return f"cannot reach the endpoint{detail}"
-    if isinstance(exc, openai.APIStatusError):
-        message = _server_message(exc.body) or _first_line(exc.message)
-        hint = {
-            401: " (check the API key)",
-            403: " (the key may lack access to this model)",
-            404: " (check the model name and base_url)",
-            429: " (rate limited; try again shortly)",
-        }
-        return f"HTTP {exc.status_code}: {message}{hint.get(exc.status_code, '')}"
+    openai = _sdk()
+    if openai is not None:
+        if isinstance(exc, openai.APITimeoutError):
+            return "timed out waiting for the provider"
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f": {_first_line(str(cause))}" if cause and str(cause) else ""
+            return f"cannot reach the endpoint{detail}"
+        if isinstance(exc, openai.APIStatusError):
+            message = _server_message(exc.body) or _first_line(exc.message)
+            hint = {
+                401: " (check the API key)",
+                403: " (the key may lack access to this model)",
+                404: " (check the model name and base_url)",
+                429: " (rate limited; try again shortly)",
+            }
+            return f"HTTP {exc.status_code}: {message}{hint.get(exc.status_code, '')}"
     text = _first_line(str(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import openai
-
 from ..config import Config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client
@@ -14,6 +12,8 @@ MODELS_TIMEOUT = 5.0  # a model list is a convenience: never let it hold up the 
 
 def list_models(provider: str, config: Config, *, timeout: float = MODELS_TIMEOUT) -> list[str]:
     """The model ids `provider` serves, sorted; LLMCallError (naming the provider) when it cannot say."""
+    import openai
+
     endpoint = resolve_endpoint(provider, config)
     client, _ = get_cached_client(provider, "", endpoint.base_url, endpoint.api_key, config=config)
     try:

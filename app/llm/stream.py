@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
-
-import httpx2 as httpx
 
 from .usage import Usage
 
@@ -206,31 +206,40 @@ def is_complete_response(result: Any) -> bool:
     return bool(choices) and _get(choices[0], "message") is not None
 
 
-class _NotedBytes(httpx.SyncByteStream):
-    """A response body that reports each piece of bytes as it arrives (SSE comments and keep-alives too)."""
+@cache
+def _noted_bytes_type() -> type:
+    """The byte-stream wrapper, made on first use: httpx2 is loaded by then (a response exists)."""
+    import httpx2
 
-    def __init__(self, inner: httpx.SyncByteStream, on_bytes: Callable[[], None]) -> None:
-        self._inner, self._on_bytes = inner, on_bytes
+    class NotedBytes(httpx2.SyncByteStream):
+        """A response body that reports each piece of bytes as it arrives (SSE comments and keep-alives too)."""
 
-    def __iter__(self) -> Iterator[bytes]:
-        for piece in self._inner:
-            self._on_bytes()
-            yield piece
+        def __init__(self, inner: httpx2.SyncByteStream, on_bytes: Callable[[], None]) -> None:
+            self._inner, self._on_bytes = inner, on_bytes
 
-    def close(self) -> None:
-        self._inner.close()
+        def __iter__(self) -> Iterator[bytes]:
+            for piece in self._inner:
+                self._on_bytes()
+                yield piece
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return NotedBytes
 
 
 def note_bytes(stream: Any, on_bytes: Callable[[], None]) -> bool:
     """Call `on_bytes` for every piece of an SDK stream's body, below its SSE parsing, so a provider's
     keep-alive comments count as signs of life. False when the stream is not one whose bytes we can see
     (a substituted `call_llm`); the caller then counts chunks instead."""
+    httpx = sys.modules.get("httpx2")
     response = getattr(stream, "response", None)
     inner = getattr(response, "stream", None)
-    if not isinstance(response, httpx.Response) or not isinstance(inner, httpx.SyncByteStream):
+    if httpx is None or not isinstance(response, httpx.Response) or not isinstance(inner, httpx.SyncByteStream):
         return False
-    if not isinstance(inner, _NotedBytes):
-        response.stream = _NotedBytes(inner, on_bytes)
+    noted = _noted_bytes_type()
+    if not isinstance(inner, noted):
+        response.stream = noted(inner, on_bytes)
     return True
 
 
