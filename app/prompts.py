@@ -24,6 +24,7 @@ acting model or describe this setup; just answer."""
 CONTINUE_PROMPT = "(Continue from the conversation above: what should happen next?)"
 # Markers the guidance and the reference view put in messages (the demo provider reads them back).
 GUIDANCE_HEADER = "[Mixture-of-Agents guidance — written by advisor models, not by the user]"
+LAYER_HEADER = "[Mixture-of-Agents — answers from the previous layer of advisors, not from the user]"
 TOOL_RESULT_PREFIX = "[result of tool"
 
 

@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="let fetch_url reach this machine and its network (localhost, the LAN, cloud metadata) without "
         "asking; --yes does not allow that",
     )
+    ask_.add_argument("--solo", action="store_true", help="ask the aggregator alone, no references (a quick question)")
     ask_.add_argument("--system", metavar="TEXT", help="the system prompt for this turn (over the config's)")
     ask_.add_argument(
         "-a",

@@ -42,17 +42,15 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
             print(f"moa-chat: {line}", file=sys.stderr)
     if not args.quiet:
         refs = len(preset.references)
-        print(
-            f"moa-chat: preset {preset.name} — {refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}",
-            file=sys.stderr,
-        )
+        panel = "solo, no references" if args.solo else f"{refs} reference{'s' if refs != 1 else ''}"
+        print(f"moa-chat: preset {preset.name} — {panel} → {preset.aggregator.label}", file=sys.stderr)
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
             print(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})", file=sys.stderr)
     progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
-        result = _send_interruptibly(session, content, progress)
+        result = _send_interruptibly(session, content, progress, solo=bool(getattr(args, "solo", False)))
     finally:
         session.close()
     if args.json:
@@ -92,7 +90,7 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
     return session
 
 
-def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -> TurnResult:
+def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *, solo: bool = False) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     cancel = CancelToken()
     box: dict[str, TurnResult] = {}
@@ -102,7 +100,7 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -
 
     def work() -> None:
         try:
-            box["result"] = session.send(prompt, observer=progress, cancel=cancel)
+            box["result"] = session.send(prompt, observer=progress, cancel=cancel, solo=solo)
         finally:
             done.set()
 
@@ -124,6 +122,8 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress) -
 def _as_json(preset: Preset, result: TurnResult) -> dict[str, Any]:
     references = [
         {
+            "index": r.index,
+            "layer": r.record.layer,
             "label": r.label,
             "status": r.status,
             "text": r.text,
@@ -141,6 +141,8 @@ def _as_json(preset: Preset, result: TurnResult) -> dict[str, Any]:
         "reply": result.text,
         "error": result.error,
         "seconds": result.seconds,
+        "solo": result.solo,
         "references": references,
+        "reference_order": result.reference_order,
         "usage": result.ledger.as_json(),
     }

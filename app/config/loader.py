@@ -35,7 +35,17 @@ from .model import (
 from .paths import default_config_path
 from .yaml_positions import PositionedDict, PositionedList, YamlSyntaxError, load_yaml
 
-SLOT_KEYS = ("provider", "model", "temperature", "max_tokens", "reasoning_effort", "timeout", "extra_body", "enabled")
+SLOT_KEYS = (
+    "provider",
+    "model",
+    "temperature",
+    "max_tokens",
+    "reasoning_effort",
+    "timeout",
+    "extra_body",
+    "enabled",
+    "samples",
+)
 PRESET_KEYS = (
     "description",
     "reference_models",
@@ -48,6 +58,11 @@ PRESET_KEYS = (
     "fanout",
     "max_iterations",
     "system_prompt",
+    "layers",
+    "quorum",
+    "deadline",
+    "shuffle",
+    "anonymous",
 )
 TOP_LEVEL_KEYS = (
     "moa",
@@ -320,6 +335,8 @@ def _parse_slot(body: Any, ctx: _Context, what: str, parent: Any, key: Any) -> S
     enabled = body.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ctx.error(body, f"{what}: enabled must be true or false", "enabled")
+    samples = body.get("samples", 1)
+    ctx.expect_int(samples, body, "samples", what)
     return Slot(
         provider=body["provider"].strip(),
         model=body["model"].strip(),
@@ -329,6 +346,7 @@ def _parse_slot(body: Any, ctx: _Context, what: str, parent: Any, key: Any) -> S
         timeout=body.get("timeout"),
         extra_body=_plain(extra_body) if extra_body is not None else None,
         enabled=enabled,
+        samples=samples,
     )
 
 
@@ -360,6 +378,13 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
     description = body.get("description", "")
     if not isinstance(description, str):
         raise ctx.error(body, f"{what}: description must be text", "description")
+    layers = body.get("layers", 1)
+    ctx.expect_int(layers, body, "layers", what)
+    ctx.expect_int(body.get("quorum"), body, "quorum", what)
+    ctx.expect_number(body.get("deadline"), body, "deadline", what, minimum=0.001)
+    for flag in ("shuffle", "anonymous"):
+        if not isinstance(body.get(flag, False), bool):
+            raise ctx.error(body, f"{what}: {flag} must be true or false", flag)
     return Preset(
         name=name,
         reference_models=slots,
@@ -374,6 +399,11 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
         max_iterations=body.get("max_iterations"),
         source=str(ctx.path),
         system_prompt=_parse_system_prompt(body, ctx, what),
+        layers=layers,
+        quorum=body.get("quorum"),
+        deadline=body.get("deadline"),
+        shuffle=body.get("shuffle", False),
+        anonymous=body.get("anonymous", False),
     )
 
 

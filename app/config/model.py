@@ -39,6 +39,7 @@ class Slot:
     timeout: float | None = None
     extra_body: dict[str, Any] | None = None
     enabled: bool = True
+    samples: int = 1  # Self-MoA: ask this model this many times (references only)
 
     @property
     def label(self) -> str:
@@ -60,6 +61,11 @@ class Preset:
     max_iterations: int | None = None
     source: str = ""
     system_prompt: str | None = None  # None: the global `system_prompt:` applies
+    layers: int = 1  # multi-layer MoA: each layer after the first also reads the previous layer's answers
+    quorum: int | None = None  # start the aggregator once this many references (of a layer) have answered
+    deadline: float | None = None  # ... or once this many seconds have passed, if at least one has
+    shuffle: bool = False  # show the answers to the aggregator in a new random order each turn
+    anonymous: bool = False  # label them "Reference 1..n", without model names
 
     @property
     def references(self) -> tuple[Slot, ...]:

@@ -67,10 +67,13 @@ class ModelCall:
         cancel: CancelToken,
         index: int = 0,
         iteration: int = 1,
+        layer: int = 1,
+        label: str | None = None,
         limits: NetworkLimits | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
+        self.layer, self.label = layer, label or slot.label
         self._call = call
         self._cancel = cancel.child()
         self.limits = limits
@@ -118,7 +121,7 @@ class ModelCall:
                             CallRetrying(
                                 self.role,
                                 self.index,
-                                self.slot.label,
+                                self.label,
                                 self.attempts + 1,
                                 self.policy.max_retries + 1,
                                 round(delay, 2),
@@ -316,9 +319,10 @@ class ModelCall:
     def record(self, status: CallStatus, error: str | None = None) -> CallRecord:
         return CallRecord(
             role=self.role,
-            label=self.slot.label,
+            label=self.label,
             index=self.index,
             iteration=self.iteration,
+            layer=self.layer,
             status=status,
             usage=self.assembler.usage,
             seconds=round(self.elapsed(), 3),

@@ -9,6 +9,7 @@ under `fanout: user_turn`, the one already run for this user turn. Every model c
 from __future__ import annotations
 
 import dataclasses
+import random
 from typing import Any
 
 from ..config import Config, Preset
@@ -26,7 +27,8 @@ from .events import (
     emit,
 )
 from .fanout import FanOut
-from .guidance import continues_after_user, guidance_message, reference_messages, turn_key
+from .guidance import continues_after_user, guidance_message, layer_message, reference_messages, turn_key
+from .panel import layer_panel
 
 
 class MoAEngine:
@@ -39,8 +41,15 @@ class MoAEngine:
         cancel: CancelToken | None = None,
         observer: EngineObserver | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
+        solo: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        # Solo: the aggregator alone, no references and no guidance (a quick question).
+        self.solo = solo
+        self._rng = rng or random.Random()
+        # The order the last layer's answers were shown to the aggregator in (indices), with `shuffle:`.
+        self.reference_order: list[int] | None = None
         # Answers given (a regeneration's stored ones) serve every round: no reference is asked.
         self._given = references
         self.call = call
@@ -53,20 +62,36 @@ class MoAEngine:
     # ------------------------------------------------------------------ references
 
     def run_references(self, messages: list[dict[str, Any]], *, iteration: int = 1) -> tuple[ReferenceFinished, ...]:
-        fanout = FanOut(
-            self.config,
-            self.preset,
-            reference_messages(messages),
-            call=self.call,
-            cancel=self.cancel,
-            observer=self.observer,
-            iteration=iteration,
-        )
-        self.last_references = fanout.run()
+        """Every layer of the panel, one after the other: a later layer also reads the one before."""
+        results: list[ReferenceFinished] = []
+        layer_results: tuple[ReferenceFinished, ...] = ()
+        first_index = 0
+        for layer in range(1, self.preset.layers + 1):
+            earlier = layer_message(layer_results, anonymous=self.preset.anonymous) if layer > 1 else None
+            seats = layer_panel(self.preset, layer, first_index)
+            first_index += len(seats)
+            if layer > 1 and not any(r.status == "ok" for r in layer_results):
+                earlier = None  # nothing to weigh: the layer answers afresh
+            fanout = FanOut(
+                self.config,
+                self.preset,
+                reference_messages(messages, earlier),
+                call=self.call,
+                cancel=self.cancel,
+                observer=self.observer,
+                iteration=iteration,
+                seats=seats,
+            )
+            layer_results = fanout.run()
+            results += layer_results
+            self.cancel.raise_if_cancelled()
+        self.last_references = tuple(results)
         return self.last_references
 
     def consult(self, messages: list[dict[str, Any]], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
         """The references' answers for this round, and whether they were reused from earlier in the turn."""
+        if self.solo:
+            return (), False
         if self._given is not None:
             first = not self.last_references
             if first:
@@ -109,21 +134,25 @@ class MoAEngine:
         self.cancel.raise_if_cancelled()
         self.iteration = iteration
         aggregator = self.preset.aggregator
+        shown = self._guidance_order(results, reused)
         emit(
             self.observer,
             AggregatorStarted(
                 label=aggregator.label,
                 iteration=iteration,
-                references_ok=sum(r.status == "ok" for r in results),
-                references_total=len(results),
+                references_ok=sum(r.status == "ok" for r in shown),
+                references_total=len(shown),
                 guidance_reused=reused,
             ),
+        )
+        guidance = (
+            [] if self.solo else [guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)]
         )
         request: dict[str, Any] = {
             "task": "moa_aggregator",
             "provider": aggregator.provider,
             "model": aggregator.model,
-            "messages": [*messages, guidance_message(results, predates_tools=reused)],
+            "messages": [*messages, *guidance],
             "tools": tools,
             "config": self.config,
             **slot_options(aggregator, self.preset.aggregator_temperature),
@@ -145,6 +174,20 @@ class MoAEngine:
             iteration=iteration,
             limits=self.config.limits(aggregator.provider),
         )
+
+    def _guidance_order(self, results: tuple[ReferenceFinished, ...], reused: bool) -> list[ReferenceFinished]:
+        """The last layer's answers, in the order the aggregator sees them: the preset's, or with
+        `shuffle:` a random one drawn once per fan-out (a reused guidance keeps its order)."""
+        last = max((r.record.layer for r in results), default=1)
+        shown = [r for r in results if r.record.layer == last]
+        if self.preset.shuffle and shown:
+            if not reused or self.reference_order is None:
+                order = [r.index for r in shown]
+                self._rng.shuffle(order)
+                self.reference_order = order
+            by_index = {r.index: r for r in shown}
+            shown = [by_index[i] for i in self.reference_order if i in by_index]
+        return shown
 
     def open_aggregator(
         self,

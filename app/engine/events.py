@@ -15,7 +15,8 @@ from typing import Any, Literal
 from ..llm.usage import Usage
 
 Role = Literal["reference", "aggregator"]
-CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off"]
+# "late": still answering when a quorum or a deadline let the aggregator start without it.
+CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off", "late"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class CallRecord:
 class ReferenceQueued:
     index: int
     label: str
+    layer: int = 1
 
 
 @dataclass(frozen=True)

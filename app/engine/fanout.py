@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from ..config import Config, Preset, Slot
+from ..config import Config, Preset
 from ..llm import LLMCallError, TimedOut, describe_error
+from . import clock
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -25,14 +27,16 @@ from .events import (
     ReferenceStarted,
     emit,
 )
+from .panel import Seat, layer_panel
 
 PROGRESS_INTERVAL = 0.25  # seconds between progress events of one reference
 POLL = 0.05  # how often the supervisor looks at deadlines and the cancel flag
 
 
 class _Reference:
-    def __init__(self, index: int, slot: Slot, timeout: float | None, call: ModelCall) -> None:
-        self.index, self.slot, self.timeout, self.call = index, slot, timeout, call
+    def __init__(self, seat: Seat, timeout: float | None, call: ModelCall) -> None:
+        self.index, self.slot, self.label, self.timeout, self.call = seat.index, seat.slot, seat.label, timeout, call
+        self.layer = seat.layer
         self.result: ReferenceFinished | None = None
 
 
@@ -49,10 +53,14 @@ class FanOut:
         cancel: CancelToken,
         observer: EngineObserver | None,
         iteration: int = 1,
+        seats: list[Seat] | None = None,
+        clock_: Callable[[], float] = clock.monotonic,
     ) -> None:
         self.preset, self.cancel, self.observer = preset, cancel, observer
+        self._now = clock_
         self.refs = []
-        for index, slot in enumerate(preset.references):
+        for seat in seats if seats is not None else layer_panel(preset, 1):
+            slot = seat.slot
             timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
             request: dict[str, Any] = {
                 "task": "moa_reference",
@@ -76,18 +84,21 @@ class FanOut:
                 request=request,
                 call=call,
                 cancel=cancel,
-                index=index,
+                index=seat.index,
                 iteration=iteration,
+                layer=seat.layer,
+                label=seat.label,
                 limits=config.limits(slot.provider),
             )
-            self.refs.append(_Reference(index, slot, timeout, model_call))
+            self.refs.append(_Reference(seat, timeout, model_call))
         self._lock = threading.Lock()
 
     def run(self) -> tuple[ReferenceFinished, ...]:
         if not self.refs:
             return ()
         for ref in self.refs:
-            emit(self.observer, ReferenceQueued(ref.index, ref.slot.label))
+            emit(self.observer, ReferenceQueued(ref.index, ref.label, ref.layer))
+        started = self._now()
         workers = min(self.preset.max_workers, len(self.refs))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="moa-reference")
         try:
@@ -102,9 +113,13 @@ class FanOut:
                         self._finish(ref, "cancelled", error="cancelled by the user")
                     break
                 for ref in self.refs:
-                    started = ref.call.started_at is not None
-                    if ref.result is None and ref.timeout is not None and started and ref.call.elapsed() > ref.timeout:
+                    began = ref.call.started_at is not None
+                    if ref.result is None and ref.timeout is not None and began and ref.call.elapsed() > ref.timeout:
                         self._finish(ref, "timeout", error=f"no complete answer within {ref.timeout:g}s")
+                enough = self._enough(started)
+                if enough is not None:
+                    for ref in self.refs:
+                        self._finish(ref, "late", error=enough)
                 pending = {f for f in pending if futures[f].result is None}
         finally:
             # Abandon what is still running: its stream was closed; pending ones never start.
@@ -112,6 +127,19 @@ class FanOut:
         results = tuple(ref.result for ref in self.refs if ref.result is not None)
         assert len(results) == len(self.refs), "every reference ends exactly once"
         return results
+
+    def _enough(self, started: float) -> str | None:
+        """Why the rest need not be waited for (a quorum, or a deadline with an answer in), or None."""
+        answered = sum(ref.result is not None and ref.result.status == "ok" for ref in self.refs)
+        waiting = any(ref.result is None for ref in self.refs)
+        if not waiting or not answered:
+            return None
+        quorum, deadline = self.preset.quorum, self.preset.deadline
+        if quorum is not None and answered >= quorum:
+            return f"not waited for: {answered} answered, the quorum is {quorum}"
+        if deadline is not None and self._now() - started >= deadline:
+            return f"not waited for: the deadline of {deadline:g}s passed"
+        return None
 
     def _settle(self, ref: _Reference, future: Future[bool]) -> None:
         exc = future.exception()
@@ -135,7 +163,7 @@ class FanOut:
                 return
             text = ref.call.assembler.text if status == "ok" else ""
             ref.result = ReferenceFinished(ref.call.record(status, error), text)
-        if status in ("timeout", "cancelled"):
+        if status in ("timeout", "cancelled", "late"):
             ref.call.abandon()
         emit(self.observer, ref.result)
 
@@ -143,7 +171,7 @@ class FanOut:
         """Runs in a pool thread: one reference's streamed answer. False when the turn was cancelled first."""
         if self.cancel.cancelled:
             return False
-        emit(self.observer, ReferenceStarted(ref.index, ref.slot.label))
+        emit(self.observer, ReferenceStarted(ref.index, ref.label))
         last_progress: float | None = None
 
         def progress(_text: str) -> None:
@@ -155,7 +183,7 @@ class FanOut:
                     self.observer,
                     ReferenceProgress(
                         ref.index,
-                        ref.slot.label,
+                        ref.label,
                         ref.call.assembler.chunks,
                         round(now, 3),
                         ref.call.first_token_seconds(),

@@ -6,7 +6,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..prompts import ADVISOR_PROMPT, CONTINUE_PROMPT, GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
+from ..prompts import (
+    ADVISOR_PROMPT,
+    CONTINUE_PROMPT,
+    GUIDANCE_HEADER,
+    LAYER_HEADER,
+    TOOL_RESULT_PREFIX,
+    message_text,
+)
 from .events import ReferenceFinished
 
 # Long tool results are cut to head and tail: references need their gist, not every byte.
@@ -68,18 +75,31 @@ def reference_view(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return view
 
 
-def reference_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": ADVISOR_PROMPT}, *reference_view(messages)]
+def reference_messages(messages: Sequence[dict[str, Any]], earlier: str | None = None) -> list[dict[str, Any]]:
+    """A reference's request: the advisor prompt and the view; in a later layer, the earlier layer's
+    answers (`layer_message`) join the last user turn, so roles still alternate."""
+    view = reference_view(messages)
+    if earlier:
+        view[-1] = {**view[-1], "content": f"{view[-1]['content']}\n\n{earlier}"}
+    return [{"role": "system", "content": ADVISOR_PROMPT}, *view]
 
 
-def guidance_message(results: Sequence[ReferenceFinished], *, predates_tools: bool = False) -> dict[str, Any]:
+def guidance_message(
+    results: Sequence[ReferenceFinished], *, predates_tools: bool = False, anonymous: bool = False
+) -> dict[str, Any]:
     """The message placed after the history for the aggregator (after, so the prefix stays cacheable).
 
     It is a user-role message because several servers (llama.cpp templates among them) reject a system
-    message anywhere but first.
+    message anywhere but first. The answers appear in the order given (a preset may shuffle it), numbered
+    in that order; `anonymous` leaves the model names out, so the aggregator cannot favour a name.
     """
-    answered = [r for r in results if r.status == "ok"]
-    unavailable = [r for r in results if r.status != "ok"]
+    numbered = list(enumerate(results, start=1))
+    answered = [(n, r) for n, r in numbered if r.status == "ok"]
+    unavailable = [(n, r) for n, r in numbered if r.status != "ok"]
+
+    def name(number: int, result: ReferenceFinished) -> str:
+        return f"Reference {number}" if anonymous else f"Reference {number} — {result.label}"
+
     lines = [
         GUIDANCE_HEADER,
         "",
@@ -102,17 +122,38 @@ def guidance_message(results: Sequence[ReferenceFinished], *, predates_tools: bo
             "Note: this guidance was written before the tool calls and results that follow the user's "
             "request. Calls already made have finished — do not repeat them; use their results.",
         ]
-    for result in answered:
-        lines += ["", f"### Reference {result.index + 1} — {result.label}", "", result.text.strip()]
+    for number, result in answered:
+        lines += ["", f"### {name(number, result)}", "", result.text.strip()]
     if unavailable:
-        names = ", ".join(
-            f"Reference {r.index + 1} — {r.label} ({_STATUS_WORDS.get(r.status, r.status)})" for r in unavailable
-        )
+        names = ", ".join(f"{name(n, r)} ({_STATUS_WORDS.get(r.status, r.status)})" for n, r in unavailable)
         lines += ["", f"Unavailable this turn: {names}."]
     return {"role": "user", "content": "\n".join(lines)}
 
 
-_STATUS_WORDS = {"failed": "failed", "timeout": "timed out", "cancelled": "cancelled"}
+def layer_message(results: Sequence[ReferenceFinished], *, anonymous: bool = False) -> str:
+    """What a reference of the next layer reads after the conversation: the previous layer's answers, to
+    weigh critically rather than copy (some may be wrong)."""
+    answered = [r for r in results if r.status == "ok"]
+    lines = [
+        LAYER_HEADER,
+        "",
+        "Other advisors answered the same request. Their answers follow. Some may be wrong, incomplete or "
+        "biased: evaluate them critically, use what is right, correct what is not, and then write your own "
+        "best answer to the user's request. Do not simply copy or summarise them.",
+    ]
+    for number, result in enumerate(answered, start=1):
+        title = f"Answer {number}" if anonymous else f"Answer {number} — {result.label}"
+        lines += ["", f"### {title}", "", result.text.strip()]
+    return "\n".join(lines)
+
+
+_STATUS_WORDS = {
+    "failed": "failed",
+    "timeout": "timed out",
+    "cancelled": "cancelled",
+    "late": "not waited for",
+    "cut_off": "cut off",
+}
 
 
 def turn_key(messages: Sequence[dict[str, Any]]) -> str | None:

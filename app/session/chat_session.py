@@ -135,10 +135,13 @@ class ChatSession:
 
     # ------------------------------------------------------------------ turns
 
-    def send(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
-        """Run one turn for the user's `text` on the current preset. Blocks; never raises."""
+    def send(
+        self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
+    ) -> TurnResult:
+        """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
+        references). Blocks; never raises."""
         self.messages.append({"role": "user", "content": text})
-        return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id)
+        return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo)
 
     def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
@@ -209,6 +212,7 @@ class ChatSession:
         parent_id: int | None = None,
         user_id: int | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
+        solo: bool = False,
     ) -> TurnResult:
         started = clock.monotonic()
         preset = self.preset
@@ -232,6 +236,7 @@ class ChatSession:
                 call=self._call,
                 references=references,
                 system_prompt=self.system_prompt,
+                solo=solo,
             )
             result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running

@@ -98,6 +98,8 @@ class TurnSaver:
                 messages=result.new_messages,
                 calls=self.calls,
                 partial_id=self._partial_id,
+                solo=result.solo,
+                reference_order=result.reference_order,
             )
         except (StoreError, sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
             self._report(exc)

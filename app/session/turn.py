@@ -6,6 +6,7 @@ It runs on one thread (the caller's); the engine's reference pool lives inside e
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +39,8 @@ class TurnResult:
     new_messages: list[dict[str, Any]] = field(default_factory=list)
     iterations: int = 0
     warning: str | None = None  # a reply the provider stopped early (max_tokens, content filter)
+    solo: bool = False  # the aggregator alone, no references
+    reference_order: list[int] | None = None  # the order a shuffled panel was shown to the aggregator in
 
     @property
     def usage(self) -> Usage:
@@ -67,8 +70,11 @@ class Turn:
         call: CallLLM = call_llm,
         references: tuple[ReferenceFinished, ...] | None = None,
         system_prompt: str | None = None,
+        solo: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        self.solo, self._rng = solo, rng
         # Given (ask --system), else the preset's, else the global one; sent first, never stored.
         self.system_prompt = system_prompt if system_prompt is not None else config.system_prompt_for(preset)
         self.references = references  # stored answers to use instead of asking the references
@@ -94,6 +100,8 @@ class Turn:
             cancel=self.cancel,
             observer=self._observe,
             references=self.references,
+            solo=self.solo,
+            rng=self._rng,
         )
         conversation = list(messages)
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
@@ -169,6 +177,8 @@ class Turn:
             new_messages=added,
             iterations=engine.iteration,
             warning=warning if status == "ok" else None,
+            solo=self.solo,
+            reference_order=engine.reference_order,
         )
 
     def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:

@@ -93,6 +93,11 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
     """,
+    # 3: how a turn was run: solo (the aggregator alone) or not, and the order a shuffled panel was shown in.
+    """
+    ALTER TABLE turns ADD COLUMN solo INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE turns ADD COLUMN reference_order TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -97,6 +97,8 @@ class StoredTurn:
     started: float
     seconds: float | None
     calls: tuple[StoredCall, ...] = ()
+    solo: bool = False
+    reference_order: tuple[int, ...] | None = None  # the shuffled order the aggregator saw the answers in
 
     @property
     def complete(self) -> bool:
@@ -340,6 +342,8 @@ class SessionStore:
         messages: list[dict[str, Any]],
         calls: list[StoredCall],
         partial_id: int | None,
+        solo: bool = False,
+        reference_order: list[int] | None = None,
     ) -> int:
         """Replace the streamed partial with the turn's messages, record its calls; returns the new head."""
         with self.transaction() as db:
@@ -349,8 +353,10 @@ class SessionStore:
             for message in messages:
                 head = self._insert_message(db, session_id, message, head, turn_id)
             db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (head, session_id))
+            order = json.dumps(reference_order) if reference_order is not None else None
             db.execute(
-                "UPDATE turns SET status = ?, error = ?, seconds = ? WHERE id = ?", (status, error, seconds, turn_id)
+                "UPDATE turns SET status = ?, error = ?, seconds = ?, solo = ?, reference_order = ? WHERE id = ?",
+                (status, error, seconds, int(solo), order, turn_id),
             )
             for call in calls:
                 _insert_call(db, turn_id, call)
@@ -431,6 +437,8 @@ def _turn(row: sqlite3.Row, calls: list[StoredCall]) -> StoredTurn:
         started=row["started"],
         seconds=row["seconds"],
         calls=tuple(calls),
+        solo=bool(row["solo"]),
+        reference_order=tuple(json.loads(row["reference_order"])) if row["reference_order"] else None,
     )
 
 
