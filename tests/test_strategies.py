@@ -197,3 +197,77 @@ def test_reference_finished_events_carry_their_layer(preset_config, llm_server):
     events: list = []
     Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
     assert sorted({e.record.layer for e in events if isinstance(e, ReferenceFinished)}) == [1, 2]
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def test_a_calls_cost_is_its_tokens_times_the_configured_price(home, llm_server):
+    from moa_chat.config.pricing import Price
+
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="")
+    text += "pricing:\n  wire:agg: {input: 2.0, output: 8.0}\n  wire:ref-a: {input: 1.0, output: 1.0}\n"
+    config = load_config(write_config(home, text))
+    assert config.price("wire:agg") == Price(2.0, 8.0)
+    assert config.price("openai:gpt-4.1") == Price(2.0, 8.0)  # bundled
+    assert config.price("demo:simulated-analyst") == Price(0.0, 0.0)  # served here: free
+    assert config.price("wire:ref-b") is None
+    llm_server.script("agg", Reply(text="answer", usage={"prompt_tokens": 1000, "completion_tokens": 500}))
+    llm_server.script("ref-a", Reply(text="advice", usage={"prompt_tokens": 2000, "completion_tokens": 1000}))
+    result = Turn(config, config.preset("wire")).run(QUESTION)
+    costs = {r.label: r.cost for r in result.ledger.records}
+    assert costs["wire:agg"] == pytest.approx((1000 * 2.0 + 500 * 8.0) / 1e6)
+    assert costs["wire:ref-a"] == pytest.approx(3000 / 1e6)
+    assert costs["wire:ref-b"] is None  # no price: not guessed
+    assert result.ledger.cost() == pytest.approx(0.006 + 0.003)
+    assert not result.ledger.cost_complete()
+    assert result.ledger.as_json()["cost"] == pytest.approx(0.009)
+
+
+def test_a_providers_own_cost_wins_and_is_stored(home, llm_server):
+    from moa_chat.store import SessionStore
+
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="")
+    config = load_config(write_config(home, text + "pricing:\n  wire:agg: {input: 100, output: 100}\n"))
+    llm_server.script("agg", Reply(text="answer", usage={"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.0042}))
+    session = ChatSession(config, config.preset("wire"), store=SessionStore())
+    result = session.send("hi")
+    assert [r.cost for r in result.ledger.records if r.role == "aggregator"] == [0.0042]
+    stored = SessionStore().turns(session.id)[0].calls
+    assert [c.record.cost for c in stored if c.record.role == "aggregator"] == [0.0042]
+    assert SessionStore().session(session.id).cost == pytest.approx(0.0042)
+
+
+def test_max_cost_per_turn_refuses_in_ask_with_exit_2(home, llm_server, capsys):
+    from moa_chat.cli import main
+
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="      max_cost_per_turn: 0.01")
+    load_config(write_config(home, text + "pricing:\n  wire:agg: {input: 10, output: 30}\n"))
+    # The aggregator alone: ~3,160 tokens in (three 1,000-token answers and the prompt) at $10/M and 1,000
+    # out at $30/M.
+    assert main(["ask", "--no-save", "hello"]) == 2
+    err = capsys.readouterr().err
+    assert "not sent: this turn may cost up to $0.062" in err and "max_cost_per_turn of $0.010" in err
+    assert "not counting wire:ref-a, wire:ref-b, wire:ref-c: no price" in err
+    assert llm_server.requests == []
+
+
+def test_the_estimate_grows_with_layers_samples_and_the_prompt():
+    from moa_chat.config import Preset, Slot
+    from moa_chat.config.model import Config
+    from moa_chat.config.pricing import Price
+    from moa_chat.engine.cost import estimate_turn
+
+    config = Config(path=None, presets={}, providers={}, pricing={"p:m": Price(1.0, 1.0)})
+    one = Preset("x", (Slot("p", "m", max_tokens=100),), Slot("p", "m", max_tokens=100))
+    short = [{"role": "user", "content": "hi"}]
+    long = [{"role": "user", "content": "x" * 40_000}]
+    base = estimate_turn(config, one, short).dollars
+    assert estimate_turn(config, one, long).dollars > base
+    import dataclasses
+
+    two_layers = dataclasses.replace(one, layers=2)
+    three_samples = dataclasses.replace(one, reference_models=(Slot("p", "m", max_tokens=100, samples=3),))
+    assert estimate_turn(config, two_layers, short).dollars > base
+    assert estimate_turn(config, three_samples, short).dollars > base
+    assert estimate_turn(config, one, short, solo=True).dollars < base

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from ..config import Config, Preset
+from ..config.pricing import format_cost
 from ..engine import CancelToken
 from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
@@ -36,6 +37,10 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     error, warning = session.preflight()
     if error:
         print(f"moa-chat: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
+    if over:
+        print(f"moa-chat: error: not sent: {over}; raise the limit or pass a cheaper preset", file=sys.stderr)
         return EXIT_USAGE
     for line in (notice, warning):
         if line and not args.quiet:
@@ -67,7 +72,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         return EXIT_INTERRUPTED
     if not args.quiet:
         saved = f" · session {session.id}" if session.id else ""
-        print(f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens{saved}", file=sys.stderr)
+        cost = result.ledger.cost()
+        spent = f" · {format_cost(cost)}{'' if result.ledger.cost_complete() else '+'}" if cost is not None else ""
+        print(
+            f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens{spent}{saved}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ..config.pricing import format_cost
 from ..store import SessionStore
 from ..store.export import as_json, as_markdown
 from ..terminal import inert, inert_json
@@ -24,7 +25,8 @@ def list_sessions(store: SessionStore, out: TextIO, *, as_json: bool = False, se
     for session in found:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated))
         turns = f"{session.turns} turn{'s' if session.turns != 1 else ''}"
-        out.write(f"{session.id}  {when}  {session.preset:<12}  {turns:>8}  {inert(session.title)}\n")
+        cost = format_cost(session.cost) if session.cost is not None else ""
+        out.write(f"{session.id}  {when}  {session.preset:<12}  {turns:>8}  {cost:>8}  {inert(session.title)}\n")
     return EXIT_OK
 
 

@@ -28,6 +28,7 @@ from .model import (
     McpServerConfig,
     NetworkLimits,
     Preset,
+    Price,
     ProviderConfig,
     Slot,
     did_you_mean,
@@ -63,6 +64,7 @@ PRESET_KEYS = (
     "deadline",
     "shuffle",
     "anonymous",
+    "max_cost_per_turn",
 )
 TOP_LEVEL_KEYS = (
     "moa",
@@ -74,6 +76,7 @@ TOP_LEVEL_KEYS = (
     "tool_env_allow",
     "network",
     "system_prompt",
+    "pricing",
 )
 MOA_KEYS = ("default_preset", "presets")
 PROVIDER_TIME_LIMITS = ("connect_timeout", "first_token_timeout", "stall_timeout", "max_retry_wait")
@@ -228,6 +231,7 @@ def _build_config(raw: Any, path: Path) -> Config:
     ctx.expect_int(max_iterations, raw, "max_iterations", minimum=1)
 
     system_prompt = _parse_system_prompt(raw, ctx, "config.yaml")
+    pricing = _parse_pricing(raw.get("pricing"), ctx, raw)
     network = NetworkLimits()
     raw_network = raw.get("network")
     if raw_network is not None:
@@ -255,6 +259,7 @@ def _build_config(raw: Any, path: Path) -> Config:
         problems=problems,
         network=network,
         system_prompt=system_prompt,
+        pricing=pricing,
     )
 
 
@@ -382,6 +387,7 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
     ctx.expect_int(layers, body, "layers", what)
     ctx.expect_int(body.get("quorum"), body, "quorum", what)
     ctx.expect_number(body.get("deadline"), body, "deadline", what, minimum=0.001)
+    ctx.expect_number(body.get("max_cost_per_turn"), body, "max_cost_per_turn", what, minimum=0)
     for flag in ("shuffle", "anonymous"):
         if not isinstance(body.get(flag, False), bool):
             raise ctx.error(body, f"{what}: {flag} must be true or false", flag)
@@ -404,6 +410,7 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
         deadline=body.get("deadline"),
         shuffle=body.get("shuffle", False),
         anonymous=body.get("anonymous", False),
+        max_cost_per_turn=body.get("max_cost_per_turn"),
     )
 
 
@@ -455,6 +462,29 @@ def _parse_provider(name: str, body: Any, builtin: ProviderConfig | None, ctx: _
         max_retries=max_retries,
         network=network,
     )
+
+
+def _parse_pricing(value: Any, ctx: _Context, parent: Any) -> dict[str, Price]:
+    """`pricing: {provider:model: {input: 0.4, output: 1.6}}`, dollars per million tokens."""
+    if value is None:
+        return {}
+    ctx.expect_mapping(value, "pricing", parent, "pricing")
+    prices = {}
+    for label, body in value.items():
+        what = f"pricing {label!r}"
+        if ":" not in str(label):
+            raise ctx.error(value, f"{what}: name the model as provider:model", label)
+        if not isinstance(body, dict):
+            raise ctx.error(
+                value, f"{what} must be a mapping with input: and output: (dollars per million tokens)", label
+            )
+        ctx.check_keys(body, ("input", "output"), what)
+        for key in ("input", "output"):
+            if key not in body:
+                raise ctx.error(body, f"{what} needs {key}: (dollars per million tokens)")
+            ctx.expect_number(body[key], body, key, what, minimum=0)
+        prices[str(label)] = Price(float(body["input"]), float(body["output"]))
+    return prices
 
 
 def _parse_system_prompt(body: dict, ctx: _Context, what: str) -> str | None:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .pricing import BUNDLED_PRICES, FREE, FREE_PROVIDERS, Price
+
 DEFAULT_MAX_WORKERS = 8
 DEFAULT_MAX_ITERATIONS = 10
 FANOUT_MODES = ("user_turn", "per_iteration")
@@ -66,6 +68,7 @@ class Preset:
     deadline: float | None = None  # ... or once this many seconds have passed, if at least one has
     shuffle: bool = False  # show the answers to the aggregator in a new random order each turn
     anonymous: bool = False  # label them "Reference 1..n", without model names
+    max_cost_per_turn: float | None = None  # dollars; a turn estimated above it is asked about (or refused)
 
     @property
     def references(self) -> tuple[Slot, ...]:
@@ -140,6 +143,15 @@ class Config:
     problems: dict[str, ConfigError] = field(default_factory=dict)
     network: NetworkLimits = field(default_factory=NetworkLimits)
     system_prompt: str | None = None
+    pricing: dict[str, Price] = field(default_factory=dict)  # provider:model → price (over the bundled)
+
+    def price(self, label: str) -> Price | None:
+        """What `provider:model` costs: the config's price, the bundled one, free if served locally, or None."""
+        if label in self.pricing:
+            return self.pricing[label]
+        if label in BUNDLED_PRICES:
+            return BUNDLED_PRICES[label]
+        return FREE if label.partition(":")[0] in FREE_PROVIDERS else None
 
     def system_prompt_for(self, preset: Preset) -> str | None:
         """The system prompt a turn on `preset` starts with: the preset's own, else the global one."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..config import Slot
 from ..config.model import NetworkLimits
+from ..config.pricing import Price
 from ..llm import (
     CutOff,
     LLMCallError,
@@ -71,9 +72,11 @@ class ModelCall:
         label: str | None = None,
         limits: NetworkLimits | None = None,
         policy: RetryPolicy | None = None,
+        price: Price | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
         self.layer, self.label = layer, label or slot.label
+        self.price = price
         self._call = call
         self._cancel = cancel.child()
         self.limits = limits
@@ -316,6 +319,14 @@ class ModelCall:
             return None
         return round(self.first_token_at - self.started_at, 3)
 
+    def cost(self) -> float | None:
+        usage = self.assembler.usage
+        if usage is None:
+            return None
+        if usage.cost is not None:
+            return usage.cost
+        return self.price.cost(usage.prompt_tokens, usage.completion_tokens) if self.price else None
+
     def record(self, status: CallStatus, error: str | None = None) -> CallRecord:
         return CallRecord(
             role=self.role,
@@ -329,4 +340,5 @@ class ModelCall:
             first_token_seconds=self.first_token_seconds(),
             finish_reason=self.assembler.finish_reason,
             error=None if status == "ok" else error,
+            cost=self.cost(),
         )

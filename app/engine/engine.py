@@ -173,6 +173,7 @@ class MoAEngine:
             cancel=self.cancel,
             iteration=iteration,
             limits=self.config.limits(aggregator.provider),
+            price=self.config.price(aggregator.label),
         )
 
     def _guidance_order(self, results: tuple[ReferenceFinished, ...], reused: bool) -> list[ReferenceFinished]:

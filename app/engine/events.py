@@ -34,6 +34,7 @@ class CallRecord:
     finish_reason: str | None = None
     error: str | None = None
     layer: int = 1  # references of a multi-layer preset sit in layers 1..n
+    cost: float | None = None  # dollars: the provider's own figure, else tokens × the configured price
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -89,6 +89,7 @@ class FanOut:
                 layer=seat.layer,
                 label=seat.label,
                 limits=config.limits(slot.provider),
+                price=config.price(slot.label),
             )
             self.refs.append(_Reference(seat, timeout, model_call))
         self._lock = threading.Lock()

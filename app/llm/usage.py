@@ -11,14 +11,17 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost: float | None = None  # in dollars, when the provider says (OpenRouter's usage.cost)
 
     def __add__(self, other: Usage | None) -> Usage:
         if other is None:
             return self
+        costs = [c for c in (self.cost, other.cost) if c is not None]
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            sum(costs) if costs else None,
         )
 
     @classmethod
@@ -32,7 +35,10 @@ class Usage:
         total = get("total_tokens", 0) or prompt + completion
         if not isinstance(prompt, int) or not isinstance(completion, int):
             return None
-        return cls(prompt, completion, total)
+        cost = get("cost", None)
+        if not isinstance(cost, int | float) or isinstance(cost, bool) or cost < 0:
+            cost = None
+        return cls(prompt, completion, total, float(cost) if cost is not None else None)
 
     def as_dict(self) -> dict[str, int]:
         return {

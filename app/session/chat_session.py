@@ -18,8 +18,10 @@ from typing import Any
 
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, with_preset
+from ..config.pricing import format_cost
 from ..engine import CancelToken, ReferenceFinished, clock
 from ..engine.calls import CallLLM
+from ..engine.cost import estimate_turn
 from ..engine.events import emit
 from ..llm import call_llm, describe_error
 from ..providers import preflight
@@ -110,6 +112,21 @@ class ChatSession:
         preset = (replace_aggregator if as_aggregator else add_reference)(self.config, self.preset, spec)
         self.config = with_preset(self.config, preset)
         return self.switch_preset(preset.name)
+
+    def over_budget(self, text: str, *, solo: bool = False) -> str | None:
+        """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
+        limit = self.preset.max_cost_per_turn
+        if limit is None:
+            return None
+        messages = [*self.messages, {"role": "user", "content": text}]
+        estimate = estimate_turn(self.config, self.preset, messages, solo=solo)
+        if estimate.dollars <= limit:
+            return None
+        left_out = f" (not counting {', '.join(estimate.unpriced)}: no price)" if estimate.unpriced else ""
+        return (
+            f"this turn may cost up to {format_cost(estimate.dollars)}{left_out}, more than the preset's "
+            f"max_cost_per_turn of {format_cost(limit)}"
+        )
 
     def preflight(self, preset: Preset | None = None) -> tuple[str | None, str | None]:
         """(error, warning) before a turn: a keyless aggregator is an error, keyless references a warning."""

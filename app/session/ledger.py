@@ -41,9 +41,23 @@ class UsageLedger:
         """Tokens reported by providers: all calls, or one role's."""
         return sum_usage([r.usage for r in self.records if role is None or r.role == role])
 
+    def cost(self, role: Role | None = None) -> float | None:
+        """Dollars spent: the sum of what is known, None when no call's cost is (no price configured)."""
+        costs = [r.cost for r in self.records if (role is None or r.role == role) and r.cost is not None]
+        return sum(costs) if costs else None
+
+    def cost_complete(self) -> bool:
+        """Whether every call that used tokens has a cost (else the total leaves some out)."""
+        return all(r.cost is not None for r in self.records if r.usage is not None)
+
     def as_json(self) -> dict[str, Any]:
+        cost = self.cost()
         return {
             **self.usage().as_dict(),
+            "cost": round(cost, 6) if cost is not None else None,
+            "cost_complete": self.cost_complete(),
+            "references_cost": self.cost("reference"),
+            "aggregator_cost": self.cost("aggregator"),
             "references_total_tokens": self.usage("reference").total_tokens,
             "aggregator_total_tokens": self.usage("aggregator").total_tokens,
             "calls": [record.as_dict() for record in self.records],

@@ -98,6 +98,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE turns ADD COLUMN solo INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE turns ADD COLUMN reference_order TEXT;
     """,
+    # 4: what each call cost, in dollars (NULL: no price known).
+    """
+    ALTER TABLE calls ADD COLUMN cost REAL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

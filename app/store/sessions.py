@@ -30,7 +30,8 @@ from .database import StoreError, connect, default_path
 TITLE_LENGTH = 60
 _SUMMARIES = """
     SELECT s.id, s.title, s.created, s.updated, s.preset,
-           (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns
+           (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns,
+           (SELECT SUM(c.cost) FROM calls c JOIN turns t ON t.id = c.turn_id WHERE t.session_id = s.id) AS cost
     FROM sessions s
 """
 # A turn still "running" when its session is opened was cut short by a crash or a kill.
@@ -45,6 +46,7 @@ class SessionSummary:
     updated: float
     preset: str
     turns: int
+    cost: float | None = None  # dollars, over the calls whose cost is known
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,7 @@ class SessionSummary:
             "updated": _iso(self.updated),
             "preset": self.preset,
             "turns": self.turns,
+            "cost": round(self.cost, 6) if self.cost is not None else None,
         }
 
 
@@ -408,7 +411,9 @@ def make_title(text: str) -> str:
 
 
 def _summary(row: sqlite3.Row) -> SessionSummary:
-    return SessionSummary(row["id"], row["title"], row["created"], row["updated"], row["preset"], row["turns"])
+    return SessionSummary(
+        row["id"], row["title"], row["created"], row["updated"], row["preset"], row["turns"], row["cost"]
+    )
 
 
 def _message(row: sqlite3.Row) -> StoredMessage:
@@ -458,6 +463,7 @@ def _call(row: sqlite3.Row) -> StoredCall:
         finish_reason=row["finish_reason"],
         error=row["error"],
         layer=row["layer"],
+        cost=row["cost"],
     )
     return StoredCall(record, row["text"])
 
@@ -466,8 +472,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
     record, usage = call.record, call.record.usage
     db.execute(
         "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             record.role,
@@ -484,6 +490,7 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
             record.seconds,
             record.first_token_seconds,
             record.finish_reason,
+            record.cost,
         ),
     )
 
