@@ -95,9 +95,60 @@ def test_cancelled_reply(snap_compare, wire_config, llm_server):
 
 
 def test_small_terminal_with_the_sidebar_hidden(snap_compare, home):
+    # Below 90 columns the sidebar hides by itself.
+    async def run_before(pilot):
+        await run_turn(pilot, "Explain recursion briefly")
+        await settle(pilot)
+
+    assert snap_compare(make_app(load_config(), "demo"), terminal_size=(80, 24), run_before=run_before)
+
+
+NARROW, WIDE = (60, 20), (220, 50)
+
+
+def test_narrow_empty_app(snap_compare, home):
+    # The header gives up its parts by priority instead of running them into each other.
+    assert snap_compare(make_app(load_config(), "demo"), terminal_size=NARROW, run_before=settle)
+
+
+def test_narrow_sidebar_opens_over_the_log(snap_compare, home):
     async def run_before(pilot):
         await run_turn(pilot, "Explain recursion briefly")
         await pilot.press("f4")
         await settle(pilot)
 
-    assert snap_compare(make_app(load_config(), "demo"), terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(make_app(load_config(), "demo"), terminal_size=NARROW, run_before=run_before)
+
+
+def test_wide_terminal_keeps_a_reading_width(snap_compare, home):
+    async def run_before(pilot):
+        await run_turn(pilot, "How do I make a Python script faster?")
+        await settle(pilot)
+
+    assert snap_compare(make_app(load_config(), "demo"), terminal_size=WIDE, run_before=run_before)
+
+
+LONG_LINE_REPLY = (
+    "Run it with every option spelled out, and keep `README.md` beside it:\n\n"
+    "```bash\n"
+    "moa-chat --preset frontier --theme textual-dark --no-store --reference-timeout 90 "
+    "--max-iterations 8 --system-prompt 'answer in one paragraph'\n"
+    "echo done\n"
+    "```\n\n"
+    "The long line scrolls inside its frame."
+)
+
+
+def test_a_long_code_line_scrolls_inside_its_frame(snap_compare, wire_config, llm_server):
+    llm_server.script("agg", Reply(text=LONG_LINE_REPLY))
+
+    async def run_before(pilot):
+        await run_turn(pilot, "How do I run it with every option?")
+        await settle(pilot)
+
+    assert snap_compare(make_app(wire_config(), "wire"), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_preset_without_its_key(snap_compare, home):
+    # No OPENROUTER_API_KEY (the hermetic env unsets it): the header, the cards and the log all say so.
+    assert snap_compare(make_app(load_config(), "frontier"), terminal_size=SIZE, run_before=settle)

@@ -1,12 +1,19 @@
-"""F1: what the keys do — generated from the bindings in force, so a `keymap:` remap shows here."""
+"""F1: what the keys do — generated from the bindings in force, so a `keymap:` remap shows here.
+
+One line per key where the width allows, in two columns (the key, what it does), inside a frame whose edges
+carry the title and the way out: on a 36-row terminal it all fits, on a smaller one the list scrolls.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Grid, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
+
+from ..widgets.markdown import ReplyMarkdown
 
 FOOTNOTE = """
 Keys can be remapped in `config.yaml` under `keymap:` by binding id, e.g. `next_preset: f8`.
@@ -27,12 +34,21 @@ class HelpScreen(ModalScreen[None]):
         self.binding_ids = binding_ids
 
     def markdown(self) -> str:
+        """The same help as a Markdown table."""
         table = ["| Key | Does |", "| --- | --- |"]
         table += [f"| **{_cell(keys)}** | {_cell(does)} |" for keys, does in self.rows]
-        return "\n".join(table) + "\n" + FOOTNOTE.format(ids=", ".join(f"`{i}`" for i in self.binding_ids))
+        return "\n".join(table) + "\n" + self.footnote()
+
+    def footnote(self) -> str:
+        return FOOTNOTE.format(ids=", ".join(f"`{i}`" for i in self.binding_ids))
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help", classes="modal-panel"):
-            yield Static("Keys", classes="modal-title")
-            with VerticalScroll():
-                yield Markdown(self.markdown())
+        with Vertical(id="help", classes="modal-panel") as panel:
+            panel.border_title = Content.styled("Keys", "bold")
+            panel.border_subtitle = Content.assemble(("Esc", "bold"), " close · ", ("↑↓", "bold"), " scroll")
+            with VerticalScroll(id="help-body"):
+                with Grid(id="help-keys"):
+                    for keys, does in self.rows:
+                        yield Static(Content(keys), classes="help-key")
+                        yield Static(Content(does), classes="help-does")
+                yield ReplyMarkdown(self.footnote(), classes="help-footnote")

@@ -8,9 +8,10 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from ...terminal import inert
+from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer
 
@@ -39,5 +40,5 @@ class PanelAnswers(ModalScreen[None]):
                 classes="modal-title",
             )
             with VerticalScroll(id="panel-body"):
-                yield Markdown(inert(panel_markdown(self.answers)), id="panel-markdown")
+                yield ReplyMarkdown(inert(panel_markdown(self.answers)), id="panel-markdown")
             yield Static(Content.assemble(("Esc", "bold"), " close"), classes="modal-hint")

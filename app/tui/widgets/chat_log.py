@@ -113,6 +113,8 @@ class UserMessage(Static):
                 shown, "\n", Content("  ").join(Content.styled(f" 📎 {inert(describe(c))} ", "reverse") for c in chips)
             )
         super().__init__(shown, classes="user-message")
+        # Who is speaking sits in the top edge (chat.tcss): what renders stays just the prompt.
+        self.border_title = "You"
         self.text = text  # all of it, as sent
         self.attachments = chips
 
@@ -143,30 +145,56 @@ class Notice(Static):
 
 
 class Welcome(Static):
-    def __init__(self, preset_name: str, references: int, aggregator: str, keys: dict[str, str] | None = None) -> None:
+    """The empty conversation: what moa-chat does, the preset and its models, and the keys that matter.
+
+    It takes the height the log has left and stands in the middle of it (chat.tcss), instead of a few lines
+    pinned to the bottom of an empty screen. Its lines never wrap, so the height it needs is known: a notice
+    mounted under it takes room from it down to that, and only then does the log scroll.
+    """
+
+    def __init__(self, preset: Preset, keys: dict[str, str] | None = None) -> None:
         keys = keys or {}
-        text = Content.assemble(
-            ("moa-chat", "bold $accent"),
-            " — ask anything; a panel of ",
-            (str(references), "bold"),
-            " reference models advises and ",
-            (aggregator, "bold"),
-            " answers.\n",
-            ("Enter", "bold"),
-            " sends · ",
-            (keys.get("newline", "Ctrl+J").split(" / ")[0], "bold"),
-            " new line · ",
-            (keys.get("preset_picker", "F2"), "bold"),
-            " presets · ",
-            (keys.get("help", "F1"), "bold"),
-            " help · preset ",
-            (preset_name, "bold"),
-        )
-        super().__init__(text, classes="welcome")
+
+        def key(binding_id: str, default: str) -> str:
+            return keys.get(binding_id, default).split(" / ")[0]
+
+        label_width = 12
+
+        def fact(label: str, *value: str | tuple[str, str]) -> Content:
+            return Content.assemble((f"{label:<{label_width}}", "$text-muted"), *value)
+
+        def keys_line(*pairs: tuple[str, str]) -> Content:
+            return Content(" · ").join(Content.assemble((k, "bold"), f" {does}") for k, does in pairs)
+
+        references = [slot.label for slot in preset.references]
+        lines = [
+            Content.styled("◆ moa-chat", "bold $text-accent"),
+            Content("Ask anything. A panel of reference models advises;"),
+            Content("one aggregator reads their answers and replies."),
+            Content(""),
+            fact(
+                "preset",
+                (inert(preset.name), "bold $text-accent"),
+                "  ",
+                (inert(preset.description), "italic $text-muted"),
+            ),
+            *(
+                fact("references" if number == 0 else "", inert(label))
+                for number, label in enumerate(references or ["none"])
+            ),
+            fact("aggregator", (inert(preset.aggregator.label), "bold")),
+            Content(""),
+            keys_line(
+                ("Enter", "send"), (key("newline", "Ctrl+J"), "new line"), (key("preset_picker", "F2"), "presets")
+            ),
+            keys_line((key("toggle_sidebar", "F4"), "sidebar"), (key("help", "F1"), "help")),
+        ]
+        super().__init__(Content("\n").join(lines), classes="welcome")
+        self.styles.min_height = len(lines)
 
     @classmethod
     def for_preset(cls, preset: Preset, keys: dict[str, str] | None = None) -> Welcome:
-        return cls(preset.name, len(preset.references), preset.aggregator.label, keys)
+        return cls(preset, keys)
 
 
 class EarlierMessages(Static, can_focus=True):

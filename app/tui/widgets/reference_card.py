@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -29,6 +30,7 @@ GLYPHS = {
     "timeout": "⏱",
     "cancelled": "–",
     "cut_off": "✂",
+    "late": "»",
 }
 WORDS = {
     "idle": "ready",
@@ -40,6 +42,7 @@ WORDS = {
     "timeout": "timed out",
     "cancelled": "cancelled",
     "cut_off": "cut off",
+    "late": "not waited for",
 }
 STYLES = {
     "queued": "$text-muted",
@@ -50,6 +53,7 @@ STYLES = {
     "timeout": "$warning",
     "cancelled": "$text-muted",
     "cut_off": "$warning",
+    "late": "$text-muted",
     "idle": "$text-muted",
 }
 
@@ -66,11 +70,12 @@ class ReferenceCard(Widget, can_focus=True):
 
     status: reactive[str] = reactive("idle")
 
-    def __init__(self, label: str, *, index: int = -1, aggregator: bool = False) -> None:
+    def __init__(self, label: str, *, index: int = -1, aggregator: bool = False, needs: str | None = None) -> None:
         super().__init__(classes="-aggregator" if aggregator else "-reference")
         self.label = label
         self.index = index
         self.aggregator = aggregator
+        self.needs = needs  # the unset variable holding its provider's key, if it is unset
         self.started_at: float | None = None
         self.seconds: float | None = None
         self.first_token_seconds: float | None = None
@@ -122,7 +127,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.refresh()
         elif isinstance(event, ReferenceFinished):
             self.retry = None
-            self.seconds, self.first_token_seconds = event.seconds, event.first_token_seconds
+            self.seconds, self.first_token_seconds = event.seconds, _within(event.first_token_seconds, event.seconds)
             self.error, self.text = event.error, event.text
             if event.usage is not None:
                 self.tokens, self.tokens_estimated = event.usage.completion_tokens, False
@@ -132,6 +137,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.seconds = round(clock.monotonic() - (self.started_at or clock.monotonic()), 3)
             if self.first_token_seconds is None:
                 self.first_token_seconds = event.first_token_seconds
+            self.first_token_seconds = _within(self.first_token_seconds, self.seconds)
             if event.usage is not None:
                 self.tokens = (self.tokens or 0) + event.usage.completion_tokens
             if event.record.status != "ok":
@@ -145,6 +151,7 @@ class ReferenceCard(Widget, can_focus=True):
         """End the aggregator card's turn (or a card left running) with a status."""
         if self.started_at is not None and self.seconds is None:
             self.seconds = round(clock.monotonic() - self.started_at, 3)
+        self.first_token_seconds = _within(self.first_token_seconds, self.seconds)
         self.error = error
         self._set_status(status)
 
@@ -161,21 +168,39 @@ class ReferenceCard(Widget, can_focus=True):
             return clock.monotonic() - self.started_at
         return None
 
+    @property
+    def ttft(self) -> float | None:
+        """Time to first token, never more than the time shown beside it. The engine times the first token
+        from its request; the card's clock (the aggregator's, a running reference's) starts when the UI hears
+        of the call, later when events queue up, so unclamped it could read larger than the elapsed time."""
+        return _within(self.first_token_seconds, self._elapsed())
+
     def render(self) -> Content:
-        width = max(8, self.content_size.width)
+        return self._content(self.content_size.width)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Measured at the width it is being laid out at: what render() last saw may be stale, as when the
+        # sidebar opens over the log on a narrow screen (a card a line too tall, or a line short).
+        return len(self._content(width).wrap(width)) if width else 0
+
+    def _content(self, width: int) -> Content:
+        width = max(8, width)
         glyph = GLYPHS[self.status]
         if self.status == "running" and self.app.animation_level != "none":
             glyph = SPINNER[self._frame % len(SPINNER)]
         style = STYLES.get(self.status, "")
         label = self.label if len(self.label) <= width - 2 else self.label[: width - 3] + "…"
         facts = [WORDS[self.status]]
+        if self.status == "idle" and self.needs:
+            facts, style = [f"needs {self.needs}"], "$text-warning"
         elapsed = self._elapsed()
         if elapsed is not None and self.status not in ("queued", "idle"):
             facts[0] += f" {elapsed:.1f}s"
         if self.tokens:
             facts.append(f"{'~' if self.tokens_estimated else ''}{self.tokens:,} tok")
-        if self.first_token_seconds is not None:
-            ttft = f"ttft {self.first_token_seconds:.1f}s"
+        ttft_seconds = self.ttft
+        if ttft_seconds is not None:
+            ttft = f"ttft {ttft_seconds:.1f}s"
             # Time to first token is the first thing to give up on a narrow sidebar (one line per fact set).
             if len("  " + " · ".join([*facts, ttft])) <= width:
                 facts.insert(1, ttft)
@@ -193,7 +218,7 @@ class ReferenceCard(Widget, can_focus=True):
                 )
             )
             lines.append(Content.assemble(("  " + reason, "$text-warning")))
-        if self.error and self.status in ("failed", "timeout", "cut_off"):
+        if self.error and self.status in ("failed", "timeout", "cut_off", "late"):
             reason = self.error if len(self.error) <= width - 2 else self.error[: width - 3] + "…"
             lines.append(
                 Content.assemble(("  " + reason, "$text-warning" if self.status == "cut_off" else "$text-error"))
@@ -207,3 +232,7 @@ class ReferenceCard(Widget, can_focus=True):
 
     def on_click(self) -> None:
         self.post_message(self.Selected(self))
+
+
+def _within(ttft: float | None, elapsed: float | None) -> float | None:
+    return ttft if ttft is None or elapsed is None else min(ttft, elapsed)

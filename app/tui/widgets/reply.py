@@ -17,6 +17,7 @@ from textual.widgets.markdown import MarkdownStream
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
+from .markdown import ReplyMarkdown
 from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -51,6 +52,10 @@ class PanelAnswer:
     error: str | None
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 class ReplyMeta(Static):
     """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers."""
 
@@ -81,31 +86,31 @@ class AssistantReply(Vertical):
         self.finished = False
 
     def compose(self) -> ComposeResult:
-        status = Static(self._status_text(f"consulting {self.references} references…"), classes="reply-status")
         if self._saved is not None:
-            status.display = False
-            yield status
+            yield Static(self._header(None), classes="reply-header")
             yield from self._saved_widgets(*self._saved)
             return
-        yield status
+        yield Static(self._header(f"consulting {plural(self.references, 'reference')}…"), classes="reply-header")
 
-    def _status_text(self, text: str) -> Content:
-        return Content.assemble(("◆ ", "$accent"), (text, "italic $text-muted"))
+    def _header(self, status: str | None) -> Content:
+        """Who answers (the aggregator, by model), and while nothing is written yet, what it is waiting for."""
+        label = inert(self.aggregator) if self.aggregator != "?" else "assistant"
+        parts: list[str | tuple[str, str]] = [("◆ ", "$text-accent"), (label, "bold $text-accent")]
+        if status:
+            # "<aggregator> is writing…" reads on from the name the header already shows.
+            rest = status[len(self.aggregator) :] if status.startswith(self.aggregator + " ") else f"  {status}"
+            parts.append((inert(rest), "italic $text-muted"))
+        return Content.assemble(*parts)
 
     def set_status(self, text: str | None) -> None:
-        status = self.query_one(".reply-status", Static)
-        if text is None:
-            status.display = False
-        else:
-            status.display = True
-            status.update(self._status_text(text))
+        self.query_one(".reply-header", Static).update(self._header(text))
 
     async def append_text(self, text: str) -> None:
         if not text:
             return
         if self._segment is None:
             self.set_status(None)
-            widget = Markdown(classes="reply-markdown")
+            widget = ReplyMarkdown(classes="reply-markdown")
             await self.mount(widget)
             self._segment = _Segment(widget, len(self.text))
         self.text += text
@@ -160,7 +165,7 @@ class AssistantReply(Vertical):
         if seconds is not None:
             facts.append(f"{seconds:.1f}s")
         if tokens:
-            facts.append(f"{tokens:,} tokens")
+            facts.append(plural(tokens, "token"))
         if status in ("cancelled", "failed", "interrupted", "cut_off"):
             facts.insert(0, status.replace("_", " "))
         self._facts = facts
@@ -204,7 +209,7 @@ class AssistantReply(Vertical):
             content = str(message.get("content") or "")
             if content:
                 texts.append(content)
-                widgets.append(Markdown(inert(content), classes="reply-markdown"))
+                widgets.append(ReplyMarkdown(inert(content), classes="reply-markdown"))
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 call_id = str(call.get("id", ""))

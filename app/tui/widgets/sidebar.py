@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widgets import Static
 
-from ...config import Preset
+from ...config import Config, Preset
+from ...engine.panel import panel
+from ...providers import missing_keys
 from ...session import UsageLedger
 from .reference_card import ReferenceCard
 
@@ -22,14 +25,35 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         yield from self._widgets(self.preset)
 
     def _widgets(self, preset: Preset) -> list:
-        # Kept as built: progress events look cards up by index several times a second.
-        self._cards = [ReferenceCard(slot.label, index=i) for i, slot in enumerate(preset.references)]
-        self._aggregator = ReferenceCard(preset.aggregator.label, aggregator=True)
+        # A card whose provider has no key says so before the first turn, not only when it fails.
+        config = getattr(self.app, "config", None)
+        missing = missing_keys(config, preset) if isinstance(config, Config) else {}
+        # Kept as built: progress events look cards up by index several times a second. One card per seat:
+        # a model asked `samples:` times has a card per sample, a multi-layer panel a group per layer.
+        seats = panel(preset)
+        self._cards = [
+            ReferenceCard(seat.label, index=seat.index, needs=missing.get(seat.slot.provider)) for seat in seats
+        ]
+        self._aggregator = ReferenceCard(
+            preset.aggregator.label, aggregator=True, needs=missing.get(preset.aggregator.provider)
+        )
+        groups: list[Static | ReferenceCard] = []
+        for layer in range(1, preset.layers + 1):
+            cards = [card for card, seat in zip(self._cards, seats, strict=True) if seat.layer == layer]
+            count = len(cards)
+            title = f"{count} reference{'' if count == 1 else 's'}"
+            if preset.layers > 1:
+                title = f"Layer {layer} · {title}"
+            groups += [Static(title, classes="sidebar-title"), *cards]
         return [
-            Static(f"References · {len(self._cards)}", classes="sidebar-title"),
-            *self._cards,
+            *groups,
             Static("Aggregator", classes="sidebar-title"),
             self._aggregator,
+            # Below the cards the column would be empty: say what they are for.
+            Static(
+                Content.assemble(("Tab", "bold"), " to a card, ", ("Enter", "bold"), " reads its whole answer"),
+                classes="sidebar-hint",
+            ),
         ]
 
     async def show_preset(self, preset: Preset) -> None:
@@ -38,8 +62,13 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         await self.mount_all(self._widgets(preset))
 
     def toggle(self) -> None:
-        """F4: hide or show (on a narrow screen, where it starts hidden: open or close it over the log)."""
-        self.display = not self.display
+        """F4: hide or show it beside the log; on a narrow screen, where it starts hidden, open or close it
+        over the log (sidebar.tcss). Classes, not `display`, so each width keeps its own choice across a
+        resize; `display` still reads true exactly when it shows."""
+        if self.screen.has_class("-narrow"):
+            self.toggle_class("-open")
+        else:
+            self.toggle_class("-hidden")
 
     def cards(self) -> list[ReferenceCard]:
         return list(self._cards)

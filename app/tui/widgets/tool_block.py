@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
@@ -42,12 +43,25 @@ STYLES = {
 
 
 class ToolHeader(Static, can_focus=True):
-    BINDINGS = [("enter,space", "toggle_block", "Expand tool")]
+    # Two bindings for one key, so that the footer says what Enter will do: only one is active at a time.
+    BINDINGS = [
+        Binding("enter,space", "toggle_block(True)", "Expand tool"),
+        Binding("enter,space", "toggle_block(False)", "Collapse tool"),
+    ]
 
     class Toggled(Message):
         """The user asked to expand or collapse the block this header belongs to."""
 
-    def action_toggle_block(self) -> None:
+    @property
+    def _expanded(self) -> bool:
+        return isinstance(self.parent, ToolBlock) and self.parent.expanded
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_block":
+            return parameters == (not self._expanded,)
+        return True
+
+    def action_toggle_block(self, expand: bool) -> None:
         self.post_message(self.Toggled())
 
     def on_click(self) -> None:
@@ -73,18 +87,19 @@ class ToolBlock(Vertical):
     def _header(self) -> Content:
         event = self.event
         style = STYLES.get(event.status, "")
-        parts: list[str | tuple[str, str]] = [
+        # Status first: the line ends in an ellipsis when the arguments are long, and what happened (above
+        # all "denied") must never be what is cut.
+        status = f"{GLYPHS.get(event.status, '?')} {WORDS.get(event.status, event.status)}"
+        seconds = f" {event.seconds:.1f}s" if event.seconds is not None and event.status in ("done", "failed") else ""
+        return Content.assemble(
             ("▸ " if not self.expanded else "▾ ", "$text-muted"),
-            (GLYPHS.get(event.status, "?") + " ", style),
+            (status, f"bold {style}".strip()),
+            (seconds, "$text-muted"),
+            "  ",
             (event.name, "bold"),
             "  ",
             (summarize_arguments(event.arguments), "$text-muted"),
-            "  ",
-            (WORDS.get(event.status, event.status), style),
-        ]
-        if event.seconds is not None and event.status in ("done", "failed"):
-            parts.append((f" {event.seconds:.1f}s", "$text-muted"))
-        return Content.assemble(*parts)
+        )
 
     def _result(self) -> Content:
         result = self.event.result
@@ -109,4 +124,6 @@ class ToolBlock(Vertical):
 
     def toggle(self) -> None:
         self.toggle_class("-expanded")
-        self.query_one(ToolHeader).update(self._header())
+        header = self.query_one(ToolHeader)
+        header.update(self._header())
+        header.refresh_bindings()  # the footer's "Expand tool" becomes "Collapse tool", and back
