@@ -271,3 +271,27 @@ def test_the_estimate_grows_with_layers_samples_and_the_prompt():
     assert estimate_turn(config, two_layers, short).dollars > base
     assert estimate_turn(config, three_samples, short).dollars > base
     assert estimate_turn(config, one, short, solo=True).dollars < base
+
+
+# --------------------------------------------------------------------------- in the chat
+
+
+async def test_the_sidebar_groups_cards_by_layer_and_shows_samples_and_late_ones(preset_config, llm_server):
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+    from tui_helpers import make_app, run_turn
+
+    config = preset_config("      layers: 2\n      quorum: 2")
+    text = config.path.read_text().replace("          model: ref-a\n", "          model: ref-a\n          samples: 2\n")
+    config = load_config(write_config(config.path.parent, text))
+    llm_server.script("ref-c", Reply(text="slow", delay=30))
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 40)) as pilot:
+        sidebar = app.query_one(ReferenceSidebar)
+        titles = [str(w.render()) for w in sidebar.query(".sidebar-title")]
+        assert titles[:2] == ["Layer 1 · 4 references", "Layer 2 · 4 references"]
+        assert [c.label for c in sidebar.cards()][:2] == ["wire:ref-a #1", "wire:ref-a #2"]
+        await run_turn(pilot, "hello", timeout=30)
+        statuses = [c.status for c in sidebar.cards()]
+        assert statuses.count("late") >= 2 and "ok" in statuses
+        late = next(c for c in sidebar.cards() if c.status == "late")
+        assert "not waited for" in late.render().plain

@@ -65,6 +65,7 @@ PRESET_KEYS = (
     "shuffle",
     "anonymous",
     "max_cost_per_turn",
+    "save_traces",
 )
 TOP_LEVEL_KEYS = (
     "moa",
@@ -77,7 +78,10 @@ TOP_LEVEL_KEYS = (
     "network",
     "system_prompt",
     "pricing",
+    "save_traces",
+    "privacy_filter",
 )
+PRIVACY_MODES = ("off", "display", "full")
 MOA_KEYS = ("default_preset", "presets")
 PROVIDER_TIME_LIMITS = ("connect_timeout", "first_token_timeout", "stall_timeout", "max_retry_wait")
 PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries", *PROVIDER_TIME_LIMITS)
@@ -232,6 +236,16 @@ def _build_config(raw: Any, path: Path) -> Config:
 
     system_prompt = _parse_system_prompt(raw, ctx, "config.yaml")
     pricing = _parse_pricing(raw.get("pricing"), ctx, raw)
+    save_traces = raw.get("save_traces", False)
+    if not isinstance(save_traces, bool):
+        raise ctx.error(raw, "save_traces must be true or false", "save_traces")
+    privacy_filter = raw.get("privacy_filter", "off")
+    if privacy_filter is False:  # YAML reads a bare `off` as false
+        privacy_filter = "off"
+    if privacy_filter not in PRIVACY_MODES:
+        raise ctx.error(
+            raw, f"privacy_filter must be one of {', '.join(PRIVACY_MODES)}, not {privacy_filter!r}", "privacy_filter"
+        )
     network = NetworkLimits()
     raw_network = raw.get("network")
     if raw_network is not None:
@@ -260,6 +274,8 @@ def _build_config(raw: Any, path: Path) -> Config:
         network=network,
         system_prompt=system_prompt,
         pricing=pricing,
+        save_traces=save_traces,
+        privacy_filter=privacy_filter,
     )
 
 
@@ -388,7 +404,7 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
     ctx.expect_int(body.get("quorum"), body, "quorum", what)
     ctx.expect_number(body.get("deadline"), body, "deadline", what, minimum=0.001)
     ctx.expect_number(body.get("max_cost_per_turn"), body, "max_cost_per_turn", what, minimum=0)
-    for flag in ("shuffle", "anonymous"):
+    for flag in ("shuffle", "anonymous", "save_traces"):
         if not isinstance(body.get(flag, False), bool):
             raise ctx.error(body, f"{what}: {flag} must be true or false", flag)
     return Preset(
@@ -411,6 +427,7 @@ def _parse_preset(name: str, body: Any, ctx: _Context, parent: Any = None) -> Pr
         shuffle=body.get("shuffle", False),
         anonymous=body.get("anonymous", False),
         max_cost_per_turn=body.get("max_cost_per_turn"),
+        save_traces=body.get("save_traces"),
     )
 
 

@@ -69,6 +69,7 @@ class Preset:
     shuffle: bool = False  # show the answers to the aggregator in a new random order each turn
     anonymous: bool = False  # label them "Reference 1..n", without model names
     max_cost_per_turn: float | None = None  # dollars; a turn estimated above it is asked about (or refused)
+    save_traces: bool | None = None  # None: the global `save_traces:` applies
 
     @property
     def references(self) -> tuple[Slot, ...]:
@@ -144,6 +145,11 @@ class Config:
     network: NetworkLimits = field(default_factory=NetworkLimits)
     system_prompt: str | None = None
     pricing: dict[str, Price] = field(default_factory=dict)  # provider:model → price (over the bundled)
+    save_traces: bool = False
+    privacy_filter: Literal["off", "display", "full"] = "off"
+
+    def traces_for(self, preset: Preset) -> bool:
+        return preset.save_traces if preset.save_traces is not None else self.save_traces
 
     def price(self, label: str) -> Price | None:
         """What `provider:model` costs: the config's price, the bundled one, free if served locally, or None."""

@@ -73,10 +73,15 @@ class ModelCall:
         limits: NetworkLimits | None = None,
         policy: RetryPolicy | None = None,
         price: Price | None = None,
+        tracer: Callable[[dict[str, Any]], None] | None = None,
+        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
         self.layer, self.label = layer, label or slot.label
         self.price = price
+        self.tracer = tracer
+        if message_filter is not None:  # privacy_filter: full — what leaves the machine is redacted
+            self.request = {**request, "messages": message_filter(request["messages"])}
         self._call = call
         self._cancel = cancel.child()
         self.limits = limits
@@ -328,6 +333,22 @@ class ModelCall:
         return self.price.cost(usage.prompt_tokens, usage.completion_tokens) if self.price else None
 
     def record(self, status: CallStatus, error: str | None = None) -> CallRecord:
+        record = self._record(status, error)
+        if self.tracer is not None:
+            with contextlib.suppress(Exception):  # a trace that cannot be written never fails the call
+                self.tracer(
+                    {
+                        **record.as_dict(),
+                        "request": self.request,
+                        "answer": self.assembler.text,
+                        "reasoning": self.assembler.reasoning or None,
+                        "tool_calls": [c.as_message_part() for c in self.assembler.tool_calls()] or None,
+                        "attempts": self.attempts,
+                    }
+                )
+        return record
+
+    def _record(self, status: CallStatus, error: str | None = None) -> CallRecord:
         return CallRecord(
             role=self.role,
             label=self.label,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from typing import Any
 
 from ..config import Config, Preset
@@ -43,10 +44,14 @@ class MoAEngine:
         references: tuple[ReferenceFinished, ...] | None = None,
         solo: bool = False,
         rng: random.Random | None = None,
+        tracer: Callable[[dict[str, Any]], None] | None = None,
+        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.config, self.preset = config, preset
         # Solo: the aggregator alone, no references and no guidance (a quick question).
         self.solo = solo
+        self.tracer = tracer  # every finished call's request and answer (save_traces)
+        self.message_filter = message_filter  # applied to every request's messages (privacy_filter: full)
         self._rng = rng or random.Random()
         # The order the last layer's answers were shown to the aggregator in (indices), with `shuffle:`.
         self.reference_order: list[int] | None = None
@@ -81,6 +86,8 @@ class MoAEngine:
                 observer=self.observer,
                 iteration=iteration,
                 seats=seats,
+                tracer=self.tracer,
+                message_filter=self.message_filter,
             )
             layer_results = fanout.run()
             results += layer_results
@@ -174,6 +181,8 @@ class MoAEngine:
             iteration=iteration,
             limits=self.config.limits(aggregator.provider),
             price=self.config.price(aggregator.label),
+            tracer=self.tracer,
+            message_filter=self.message_filter,
         )
 
     def _guidance_order(self, results: tuple[ReferenceFinished, ...], reused: bool) -> list[ReferenceFinished]:

@@ -55,6 +55,8 @@ class FanOut:
         iteration: int = 1,
         seats: list[Seat] | None = None,
         clock_: Callable[[], float] = clock.monotonic,
+        tracer: Callable[[dict[str, Any]], None] | None = None,
+        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.preset, self.cancel, self.observer = preset, cancel, observer
         self._now = clock_
@@ -90,6 +92,8 @@ class FanOut:
                 label=seat.label,
                 limits=config.limits(slot.provider),
                 price=config.price(slot.label),
+                tracer=tracer,
+                message_filter=message_filter,
             )
             self.refs.append(_Reference(seat, timeout, model_call))
         self._lock = threading.Lock()

@@ -26,11 +26,13 @@ from ..engine.events import emit
 from ..llm import call_llm, describe_error
 from ..providers import preflight
 from ..store import SessionStore, StoredMessage, StoreError
+from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
 from .events import Notice, Observer
 from .history import Exchange, exchanges
 from .ledger import UsageLedger
+from .redaction import privacy_scrub
 from .saving import TurnSaver, saved_messages
 from .turn import Turn, TurnResult
 
@@ -112,6 +114,13 @@ class ChatSession:
         preset = (replace_aggregator if as_aggregator else add_reference)(self.config, self.preset, spec)
         self.config = with_preset(self.config, preset)
         return self.switch_preset(preset.name)
+
+    def _tracer(self, preset: Preset) -> TraceWriter | None:
+        """Where this turn's calls are traced (save_traces), beside the session database; None unless the
+        session is stored (an unsaved `ask` leaves nothing behind)."""
+        if not self.config.traces_for(preset) or self.store is None or self.id is None:
+            return None
+        return TraceWriter(self.id, folder=self.store.file.parent, scrub=privacy_scrub(self.config, for_models=False))
 
     def over_budget(self, text: str, *, solo: bool = False) -> str | None:
         """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
@@ -254,6 +263,7 @@ class ChatSession:
                 references=references,
                 system_prompt=self.system_prompt,
                 solo=solo,
+                tracer=self._tracer(preset),
             )
             result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running

@@ -7,6 +7,7 @@ It runs on one thread (the caller's); the engine's reference pool lives inside e
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usa
 from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
 from .events import Event, Observer, ToolCallEvent, ToolStatus
 from .ledger import UsageLedger
+from .redaction import privacy_scrub, scrub_messages
 
 TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
 
@@ -72,9 +74,10 @@ class Turn:
         system_prompt: str | None = None,
         solo: bool = False,
         rng: random.Random | None = None,
+        tracer: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.config, self.preset = config, preset
-        self.solo, self._rng = solo, rng
+        self.solo, self._rng, self._tracer = solo, rng, tracer
         # Given (ask --system), else the preset's, else the global one; sent first, never stored.
         self.system_prompt = system_prompt if system_prompt is not None else config.system_prompt_for(preset)
         self.references = references  # stored answers to use instead of asking the references
@@ -102,6 +105,8 @@ class Turn:
             references=self.references,
             solo=self.solo,
             rng=self._rng,
+            tracer=self._tracer,
+            message_filter=_message_filter(self.config),
         )
         conversation = list(messages)
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
@@ -274,3 +279,10 @@ class Turn:
 
 def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.id, "content": content}
+
+
+def _message_filter(config: Config) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None:
+    scrub = privacy_scrub(config, for_models=True)
+    if scrub is None:
+        return None
+    return lambda messages: scrub_messages(messages, scrub)
