@@ -32,6 +32,8 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     home.mkdir()
     monkeypatch.setenv("MOA_CHAT_HOME", str(home))
     monkeypatch.setenv("MOA_CHAT_DEMO_PACE", "0")
+    # Keyless starts land on the deterministic demo even where the local model is installed.
+    monkeypatch.setenv("MOA_CHAT_OFFLINE_PRESET", "demo")
     return home
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..config import Config, Preset
 from ..config.pricing import format_cost
 from ..engine import CancelToken
+from ..engine.panel import panel
 from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
@@ -46,9 +47,9 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         if line and not args.quiet:
             print(f"moa-chat: {line}", file=sys.stderr)
     if not args.quiet:
-        refs = len(preset.references)
-        panel = "solo, no references" if args.solo else f"{refs} reference{'s' if refs != 1 else ''}"
-        print(f"moa-chat: preset {preset.name} — {panel} → {preset.aggregator.label}", file=sys.stderr)
+        refs = len(panel(preset))
+        seats = "solo, no references" if args.solo else f"{refs} reference{'s' if refs != 1 else ''}"
+        print(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}", file=sys.stderr)
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
             print(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})", file=sys.stderr)
@@ -72,10 +73,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         return EXIT_INTERRUPTED
     if not args.quiet:
         saved = f" · session {session.id}" if session.id else ""
+        reported = any(r.usage is not None for r in result.ledger.records)
+        tokens = f"{result.usage.total_tokens:,} tokens" if reported else "tokens n/a"
         cost = result.ledger.cost()
         spent = f" · {format_cost(cost)}{'' if result.ledger.cost_complete() else '+'}" if cost is not None else ""
         print(
-            f"moa-chat: done in {result.seconds:.1f}s · {result.usage.total_tokens:,} tokens{spent}{saved}",
+            f"moa-chat: done in {result.seconds:.1f}s · {tokens}{spent}{saved}",
             file=sys.stderr,
         )
     return EXIT_OK

@@ -35,5 +35,8 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
         ProviderConfig("lmstudio", "http://localhost:1234/v1", None),
         # Served by a provider moa-chat starts itself (providers.lifecycle): the base URL is known once it runs.
         ProviderConfig(DEMO_PROVIDER, None, None, max_retries=0),
+        # llama.cpp on this machine's CPU, started by moa-chat (providers.local). It reads a long prompt
+        # slowly and serves one request at a time, so its first token may take minutes.
+        ProviderConfig("local", None, None, max_retries=0, network={"first_token_timeout": 600.0}),
     )
 }

@@ -32,8 +32,14 @@ def _demo() -> ManagedProvider:
     return DemoProvider()
 
 
+def _local() -> ManagedProvider:
+    from .local import LocalServer
+
+    return LocalServer()
+
+
 # Factories, so that a provider nobody uses costs nothing, not even its import.
-FACTORIES: dict[str, Callable[[], ManagedProvider]] = {DEMO_PROVIDER: _demo}
+FACTORIES: dict[str, Callable[[], ManagedProvider]] = {DEMO_PROVIDER: _demo, "local": _local}
 
 _running: dict[str, ManagedProvider] = {}
 _lock = threading.Lock()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
+from .local import extra_installed
 from .registry import has_key, is_remote_keyed
 
 # Bundled presets worth starting on, best first, when their keys are set.
 PREFERENCE = ("frontier", "openai", "groq-fast", "together")
 DEMO_PRESET = "demo"
+LOCAL_PRESET = "local"
+# Which offline preset a keyless start picks when the local model is installed: local (default) or demo.
+OFFLINE_ENV = "MOA_CHAT_OFFLINE_PRESET"
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,15 @@ def choose_start(config: Config, requested: str | None = None) -> StartChoice:
             and any(is_remote_keyed(p, config) for p in preset.providers)
         ):
             return StartChoice(preset)
-    demo = config.preset(DEMO_PRESET)
     hint = _key_hint(config)
+    local = config.presets.get(LOCAL_PRESET)
+    if local is not None and os.environ.get(OFFLINE_ENV, LOCAL_PRESET) != DEMO_PRESET and extra_installed():
+        return StartChoice(
+            local,
+            "No API key found, so moa-chat starts on the local preset: SmolLM2-135M on this machine's CPU "
+            f"(tiny: expect weak answers; --preset demo for the simulated one). To use real models: {hint}",
+        )
+    demo = config.preset(DEMO_PRESET)
     return StartChoice(
         demo,
         "No API key found, so moa-chat starts on the offline demo preset (simulated models). "
