@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID", help="the session's id, or the start of one")
     export.add_argument("--format", choices=("md", "json"), default="md", help="md (default) or json")
     export.add_argument("-o", "--output", metavar="FILE", type=Path, help="write to FILE instead of stdout")
+    sub.add_parser(
+        "doctor", parents=[common], help="check the config, keys, endpoints, the local model and the data folder"
+    )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
     return parser
 
@@ -123,12 +126,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "presets":
             return list_presets(config, sys.stdout, as_json=args.json)
     except ConfigError as exc:
+        if args.command == "doctor":  # a broken config is the doctor's first finding, not an error
+            from .doctor import doctor
+
+            return doctor(args.config, sys.stdout)
         return _usage_error(exc)
     # Only what follows talks to providers or the store: their imports (the openai SDK above all, half a
     # second) are paid here, so `presets` and `--help` start at once.
     from ..store import SessionStore, StoreError
 
     try:
+        if args.command == "doctor":
+            from .doctor import doctor
+
+            return doctor(args.config, sys.stdout)
         if args.command == "sessions":
             from .sessions import list_sessions
 
