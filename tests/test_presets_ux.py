@@ -101,3 +101,37 @@ def test_presets_command_lists_in_cycle_order_and_says_what_cannot_run(home, llm
     assert by_name["frontier"]["runnable"] is False
     assert by_name["frontier"]["missing_keys"] == ["OPENROUTER_API_KEY"]
     assert by_name["demo"]["runnable"] is True and by_name["wire"]["default"] is True
+
+
+def test_presets_offers_the_models_a_running_ollama_has_and_says_when_it_is_absent(home, capsys):
+    import http.server
+    import json as _json
+    import threading
+
+    from moa_chat.cli import main
+    from moa_chat.providers import ollama
+
+    class Tags(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = _json.dumps({"models": [{"name": "llama3.2:latest"}, {"name": "qwen2.5:7b"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tags)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        write_config(home, f"providers:\n  ollama:\n    base_url: http://127.0.0.1:{server.server_port}/v1\n")
+        ollama._installed.cache_clear()
+        assert main(["presets"]) == 0
+        out = capsys.readouterr().out
+        assert "Ollama has: llama3.2, qwen2.5:7b; not pulled: mistral, qwen2.5" in out
+    finally:
+        server.shutdown()
+    ollama._installed.cache_clear()
+    assert main(["presets"]) == 0  # the same address, nobody answering: nothing breaks
+    assert "Ollama is not running here" in capsys.readouterr().out

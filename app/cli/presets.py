@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from ..config import Config, Preset
 from ..providers import Readiness, choose_start, cycle_order, readiness
+from ..providers.ollama import installed_models
 from .exit_codes import EXIT_OK
 
 
@@ -37,7 +38,20 @@ def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
         if state.missing:
             verdict = "cannot run" if not state.runnable else "those references are skipped"
             out.write(f"  {'':<{width}}  needs: {state.needs} (not set): {verdict}\n")
+        if preset.name == "ollama":
+            out.write(f"  {'':<{width}}  {_ollama_line(config, preset)}\n")
     return EXIT_OK
+
+
+def _ollama_line(config: Config, preset: Preset) -> str:
+    models = installed_models(config)
+    if models is None:
+        return "Ollama is not running here (start it with `ollama serve`)"
+    if not models:
+        return "Ollama runs here but has no models yet (`ollama pull llama3.2`)"
+    missing = sorted({s.model for s in (*preset.references, preset.aggregator)} - set(models))
+    note = f"; not pulled: {', '.join(missing)}" if missing else ""
+    return f"Ollama has: {', '.join(models)}{note} (use any: --reference ollama:NAME)"
 
 
 def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
