@@ -32,6 +32,9 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     home.mkdir()
     monkeypatch.setenv("MOA_CHAT_HOME", str(home))
     monkeypatch.setenv("MOA_CHAT_DEMO_PACE", "0")
+    # No real clipboard tool or tmux server is reached from a test (F5 would copy to the desktop's).
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "TMUX"):
+        monkeypatch.delenv(var, raising=False)
     # Keyless starts land on the deterministic demo even where the local model is installed.
     monkeypatch.setenv("MOA_CHAT_OFFLINE_PRESET", "demo")
     return home

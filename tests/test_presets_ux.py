@@ -60,7 +60,7 @@ async def test_f3_and_shift_f3_step_through_runnable_presets_only(home, llm_serv
             seen.append(app.session.preset.name)
         assert all(readiness(config, config.preset(name)).runnable for name in seen)
         assert seen[0] == "second"
-        await pilot.press("f15")  # what xterm and tmux send for Shift+F3
+        await pilot.press("shift+f3")  # xterm and tmux send ESC[1;2R, which keys.KeyParser reads as this
         assert app.session.preset.name == seen[-2]
         assert app.query_one(StatusHeader)
 

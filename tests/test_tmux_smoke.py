@@ -156,3 +156,59 @@ def test_sigterm_and_sighup_leave_the_terminal_as_they_found_it(home, signal_nam
         assert state.split() == ["1", "0", "0"]  # exited, as Ctrl+Q leaves it: the normal screen, mouse off
     finally:
         tmux("kill-server", check=False)
+
+
+def prompt_lines(screen: str) -> list[str]:
+    """The screen's lines with box edges and the log's bars taken off: what each row says."""
+    return [line.strip(" │▌▊╭╮╰╯─") for line in screen.splitlines()]
+
+
+def test_new_line_keys_and_shift_f3_as_terminals_send_them(home):
+    tmux = Tmux(f"moa-smoke-keys-{os.getpid()}")
+    start(tmux, home)
+    try:
+        tmux.wait_for("Ask the panel")
+        # One burst, as xterm or GNOME Terminal would send it: LF is Ctrl+J, ESC CR is Alt+Enter.
+        tmux("send-keys", "-t", "smoke", "-H", *(f"{b:02x}" for b in b"one\ntwo\x1b\rthree"))
+        tmux("send-keys", "-t", "smoke", "M-Enter")  # tmux's own Alt+Enter (ESC CR)
+        tmux("send-keys", "-t", "smoke", "-l", "four")
+        tmux("send-keys", "-t", "smoke", "C-j")
+        tmux("send-keys", "-t", "smoke", "-l", "five")
+        deadline = time.monotonic() + 10
+        lines = prompt_lines(tmux.screen())
+        while "five" not in lines and time.monotonic() < deadline:
+            time.sleep(0.2)
+            lines = prompt_lines(tmux.screen())
+        assert "five" in lines, tmux.screen()
+        start_row = lines.index("one")
+        assert lines[start_row : start_row + 5] == ["one", "two", "three", "four", "five"]
+        assert "consulting" not in tmux.screen()  # none of them sent the prompt
+
+        header = tmux.screen().splitlines()[0]
+        tmux("send-keys", "-t", "smoke", "F3")
+        deadline = time.monotonic() + 10
+        while tmux.screen().splitlines()[0] == header and time.monotonic() < deadline:
+            time.sleep(0.2)
+        stepped = tmux.screen().splitlines()[0]
+        assert stepped != header
+        # Shift+F3 twice: as tmux sends it (CSI 1;2R), then as raw xterm bytes; back where it started, and past.
+        tmux("send-keys", "-t", "smoke", "S-F3")
+        deadline = time.monotonic() + 10
+        while tmux.screen().splitlines()[0] != header and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert tmux.screen().splitlines()[0] == header
+        tmux("send-keys", "-t", "smoke", "-H", *(f"{b:02x}" for b in b"\x1b[1;2R"))
+        deadline = time.monotonic() + 10
+        while tmux.screen().splitlines()[0] == header and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert tmux.screen().splitlines()[0] != header
+        tmux("send-keys", "-t", "smoke", "F3")  # back on the demo preset, to send
+        deadline = time.monotonic() + 10
+        while tmux.screen().splitlines()[0] != header and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+        tmux("send-keys", "-t", "smoke", "Enter")  # and Enter sends the five lines
+        tmux.wait_for("Here is what the panel makes of one two three")  # sent whole, as one prompt
+        quit_and_wait(tmux)
+    finally:
+        tmux("kill-server", check=False)

@@ -15,16 +15,19 @@ from types import FrameType
 from typing import Any
 
 from rich.console import RenderableType
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.theme import Theme
 
+from .. import clipboard
 from ..config import Config, Preset
 from ..config.settings import load_settings, save_setting
 from ..session import ChatSession
 from .commands import ModelCommands, PresetCommands
-from .keys import declared_bindings, help_rows, key_texts
+from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen
 from .screens.help import HelpScreen
 
@@ -80,6 +83,34 @@ class MoAChatApp(App[int]):
 
     def get_default_screen(self) -> ChatScreen:
         return ChatScreen(self.session, notice=self.notice)
+
+    def get_driver_class(self) -> type[Driver]:
+        use_key_parser()  # Alt+Enter, Shift+F3 and modifyOtherKeys' Shift+Enter read as those keys
+        return super().get_driver_class()
+
+    async def on_event(self, event: events.Event) -> None:
+        # Before Textual hands a key to the focused widget: a letter typed on a card goes to the prompt, in order.
+        if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, ChatScreen):
+            self.screen.steer_typing(event)
+        await super().on_event(event)
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Every copy (a selection in the prompt too): OSC 52, what Ctrl+V pastes here, and the system
+        clipboard through its tool where there is one (clipboard.py)."""
+        super().copy_to_clipboard(text)
+        self._copy_with_tool(text, None)
+
+    def copy_text(self, text: str, what: str) -> None:
+        """Copy, then say what became of it: `what` names the text ("the last reply (1,234 characters)")."""
+        super().copy_to_clipboard(text)
+        self._copy_with_tool(text, what)
+
+    @work(thread=True, group="clipboard", exit_on_error=False)
+    def _copy_with_tool(self, text: str, what: str | None) -> None:
+        outcome = clipboard.copy(text)  # up to a couple of seconds for a tool: never on the UI's thread
+        if what is not None:
+            message, severity = outcome.message(what)
+            self.call_from_thread(self.notify, message, severity=severity, timeout=8, markup=False)
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)

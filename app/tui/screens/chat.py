@@ -7,19 +7,21 @@ cross the thread boundary through the bridge, in order, and are applied to the w
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
-from textual import work
+from textual import events, on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
+from textual.widgets import Footer, OptionList
 
 from ...config import ConfigError, Preset
 from ...engine import (
@@ -41,6 +43,7 @@ from ..keys import key_texts
 from ..widgets.chat_log import ChatLog, UserMessage, Welcome
 from ..widgets.chat_log import Notice as NoticeWidget
 from ..widgets.header import StatusHeader
+from ..widgets.path_completion import PathCompletion
 from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
@@ -52,15 +55,59 @@ from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
 
+if TYPE_CHECKING:
+    from ..app import MoAChatApp
+
+# What the footer shows, in this order, and when (`ChatScreen.footer_ids`): the keys a newcomer needs, and the
+# ones for what can be done right now. Every key, these and the rest, is in the help (F1) and the palette.
+FOOTER_ORDER = (
+    "cancel_turn",  # while a turn runs, or an edit is open
+    "help",
+    "copy_reply",  # after a reply
+    "edit_prompt",
+    "regenerate",
+    "previous_version",  # when the last exchange has more than one version
+    "next_version",
+    "preset_picker",
+    "toggle_sidebar",  # on a narrow screen, where the sidebar starts hidden
+    "sessions",  # when conversations are saved
+    "new_conversation",
+    "quit",
+)
+# When they do not all fit the width, the footer gives them up from the end of this list.
+FOOTER_PRIORITY = (
+    "cancel_turn",
+    "help",
+    "quit",
+    "copy_reply",
+    "toggle_sidebar",  # narrow screens only, and there it is the way to the panel's progress
+    "preset_picker",
+    "previous_version",  # shown just after a regenerate or an edit: what is wanted next
+    "next_version",
+    "edit_prompt",
+    "regenerate",
+    "new_conversation",
+    "sessions",
+)
+VERSIONS = Binding.Group("Versions")
+
 
 class ChatScreen(Screen[None]):
     # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
 
+    # The log's own children can take focus (a tool call, "earlier messages"): focus is never invisible.
+    DEFAULT_CSS = """
+    ChatScreen EarlierMessages:focus {
+        background: $accent 20%;
+    }
+    """
+
     BINDINGS = [
         Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
         Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
-        # xterm and tmux send Shift+F3 as F15 (CSI 1;2R is read as f15): bind both, or it never fires there.
+        # xterm, GNOME Terminal and tmux send Shift+F3 as CSI 1;2R, which keys.KeyParser reads as shift+f3 (Textual
+        # alone took it for a cursor report); F15 is that sequence's name in Textual's table, kept as a fallback.
         Binding(
             "shift+f3,f15",
             "previous_preset",
@@ -94,9 +141,18 @@ class ChatScreen(Screen[None]):
             id="scroll_log_down",
             show=False,
             priority=True,
-            tooltip="scroll the conversation down",
+            tooltip="scroll the conversation down (at the bottom it follows new text again)",
         ),
-        Binding("f5", "copy_reply", "Copy reply", id="copy_reply", tooltip="copy the last reply"),
+        # Not priority: in the prompt End is the end of the line; Ctrl+End works from anywhere.
+        Binding(
+            "ctrl+end,end",
+            "scroll_bottom",
+            "Bottom",
+            id="scroll_bottom",
+            show=False,
+            tooltip="jump to the newest text and follow it (End too, outside the prompt)",
+        ),
+        Binding("f5", "copy_reply", "Copy", id="copy_reply", tooltip="copy the last reply"),
         # Priority: the prompt (a TextArea) uses F6 to select a line.
         Binding(
             "f6",
@@ -121,16 +177,14 @@ class ChatScreen(Screen[None]):
             "rerun(True)",
             "Regenerate",
             id="regenerate",
-            show=False,
             tooltip="regenerate the last reply: the aggregator again, on the stored reference answers",
         ),
         # Not Ctrl+E: the prompt (a TextArea) uses it for the end of the line.
         Binding(
             "f8",
             "edit_prompt",
-            "Edit prompt",
+            "Edit",
             id="edit_prompt",
-            show=False,
             tooltip="edit the last prompt; Enter sends it as a new version (the old one stays)",
         ),
         Binding(
@@ -138,7 +192,7 @@ class ChatScreen(Screen[None]):
             "version(-1)",
             "Previous version",
             id="previous_version",
-            show=False,
+            group=VERSIONS,
             tooltip="previous version of the last exchange",
         ),
         Binding(
@@ -146,7 +200,7 @@ class ChatScreen(Screen[None]):
             "version(1)",
             "Next version",
             id="next_version",
-            show=False,
+            group=VERSIONS,
             tooltip="next version of the last exchange",
         ),
         # Priority: the prompt (a TextArea) uses F7 to select all.
@@ -164,7 +218,6 @@ class ChatScreen(Screen[None]):
             "sessions",
             "Sessions",
             id="sessions",
-            show=False,
             tooltip="stored sessions: search, open, rename, delete",
         ),
     ]
@@ -183,21 +236,74 @@ class ChatScreen(Screen[None]):
         self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
+        self._versions = (1, 1)  # (which, how many) of the last exchange, for the footer
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        """The focused widget's keys, then the app's (quit, help), then the chat's: the footer shows them in
-        this order, so the global keys a newcomer needs survive a narrow terminal."""
-        bindings = super().active_bindings
+        """The keys in force, in FOOTER_ORDER, those with an id shown in the footer only when `footer_ids` names
+        them: Textual's Footer reads this, so what it shows follows the chat's state (refresh_bindings)."""
+        active_bindings = super().active_bindings
+        shown = self._fitting(self.footer_ids(), active_bindings)
+        rank = {binding_id: position for position, binding_id in enumerate(FOOTER_ORDER)}
+        bindings: dict[str, ActiveBinding] = {}
+        for key, active in active_bindings.items():
+            binding = active.binding
+            if binding.id:
+                show = binding.id in shown
+                description = "Stop editing" if binding.id == "cancel_turn" and not self.turn_running else None
+                if show != binding.show or description:
+                    binding = dataclasses.replace(binding, show=show, description=description or binding.description)
+                active = ActiveBinding(active.node, binding, active.enabled, active.tooltip)
+            bindings[key] = active
+        return dict(sorted(bindings.items(), key=lambda item: rank.get(item[1].binding.id or "", len(rank))))
 
-        def rank(item: tuple[str, ActiveBinding]) -> int:
-            namespace = item[1].node
-            return 2 if namespace is self else 1 if namespace is self.app else 0
+    def footer_ids(self) -> set[str]:
+        """The binding ids the footer shows now."""
+        shown = {"help", "preset_picker", "new_conversation", "quit"}
+        saved = self.session.store is not None
+        if saved:
+            shown.add("sessions")
+        if self.has_class("-narrow"):
+            shown.add("toggle_sidebar")
+        if self.turn_running or self._editing:
+            shown.add("cancel_turn")
+        elif self._last_reply is not None:
+            shown.add("copy_reply")
+            if saved:
+                shown.update({"edit_prompt", "regenerate"})
+            if self._versions[1] > 1:
+                shown.update({"previous_version", "next_version"})
+        return shown
 
-        return dict(sorted(bindings.items(), key=rank))
+    def _fitting(self, shown: set[str], bindings: dict[str, ActiveBinding]) -> set[str]:
+        """`shown` less its least needed keys (FOOTER_PRIORITY) until the footer fits the screen's width: past
+        it, the last keys (Quit among them) were cut off at the edge. A group's keys go together."""
+        widths: dict[str, int] = {}
+        group_of: dict[str, Binding.Group] = {}
+        for active in bindings.values():
+            binding = active.binding
+            if binding.id in shown and binding.id not in widths:
+                # " key description ": a group's keys share one description (the versions' "f9 f10 Versions").
+                label = binding.description
+                if binding.group is not None:
+                    label = "" if binding.group in group_of.values() else binding.group.description
+                    group_of[binding.id] = binding.group
+                widths[binding.id] = len(self.app.get_key_display(binding)) + len(label) + 3
+        room = self.size.width - 12  # the palette's key keeps the right edge ("▏^p palette")
+        kept = set(widths)
+        for binding_id in reversed(FOOTER_PRIORITY):
+            if sum(widths[i] for i in kept) <= room:
+                break
+            group = group_of.get(binding_id)
+            kept -= {binding_id, *(i for i, g in group_of.items() if group is not None and g is group)}
+        return kept
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The breakpoint classes are set as the screen is laid out: read them once that is done.
+        self.call_after_refresh(self.refresh_bindings)
 
     @property
     def preset(self) -> Preset:
@@ -208,10 +314,15 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusHeader(self.preset, id="header")
         with Horizontal(id="body"):
-            yield ChatLog(id="chat-log")
+            log = ChatLog(id="chat-log")
+            # Not a Tab stop: focused, it showed nothing and swallowed what was typed. PgUp/PgDn and Ctrl+End
+            # scroll it from anywhere; what can be done in it (a tool call, earlier messages) still takes focus.
+            log.can_focus = False
+            yield log
             yield ReferenceSidebar(self.preset, id="sidebar")
         yield PromptInput(id="prompt")
         yield Footer()
+        yield PathCompletion(id="path-completion")
 
     async def on_mount(self) -> None:
         log = self.chat_log
@@ -355,7 +466,9 @@ class ChatScreen(Screen[None]):
         self._editing = False
         self._last_reply = await self.chat_log.show_history(history or self.session.history())
         if self._last_reply is not None:
-            self._last_reply.show_version(*self.session.versions())
+            self._versions = self.session.versions()
+            self._last_reply.show_version(*self._versions)
+        self.refresh_bindings()
 
     # ------------------------------------------------------------------ a turn
 
@@ -381,6 +494,7 @@ class ChatScreen(Screen[None]):
             await self._drop_after(log.query(UserMessage).last(), inclusive=True)
         await log.query(Welcome).remove()
         await log.mount(UserMessage(text))
+        log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         error, warning = self.session.preflight(self.preset)
         if error:
             await log.mount(NoticeWidget(error, "error"))
@@ -397,6 +511,7 @@ class ChatScreen(Screen[None]):
         preset = self.preset
         self._reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
         await self.chat_log.mount(self._reply)
+        self.chat_log.scroll_end(animate=False)
         self.sidebar.start_turn()
         self._cancel = CancelToken()
         self._bridge = TurnBridge(self.post_message)
@@ -485,7 +600,8 @@ class ChatScreen(Screen[None]):
         reply = self._reply
         if reply is not None:
             await reply.finish(result, tokens=result.usage.total_tokens)
-            reply.show_version(*self.session.versions())
+            self._versions = self.session.versions()
+            reply.show_version(*self._versions)
             self._last_reply = reply
         # The card names its model already: show only the reason.
         reason = result.error.split(" failed: ", 1)[-1] if result.error else None
@@ -590,33 +706,63 @@ class ChatScreen(Screen[None]):
     # ------------------------------------------------------------------ the rest
 
     def on_reference_card_selected(self, event: ReferenceCard.Selected) -> None:
-        self.app.push_screen(ReferenceDetail(event.card))
+        # Closed, it hands the keys back to the prompt: left on the card, what is typed next went nowhere.
+        self.app.push_screen(ReferenceDetail(event.card), lambda _: self.focus_prompt())
+
+    def focus_prompt(self) -> None:
+        self.set_focus(self.query_one(PromptInput))  # now, not after a refresh as Widget.focus: the next key lands here
+
+    def steer_typing(self, event: events.Key) -> None:
+        """A printable key typed while the focus is elsewhere on the chat (a card, a tool call, nowhere) goes to
+        the prompt, unless something focused takes it (a binding, or a widget that reads text)."""
+        if not event.is_printable or not event.character:
+            return
+        focused = self.focused
+        if isinstance(focused, PromptInput):
+            return
+        if focused is not None and focused.check_consume_key(event.key, event.character):
+            return
+        if any(key in self.active_bindings for key in event.aliases):
+            return
+        self.focus_prompt()
+
+    @on(OptionList.OptionSelected, "#path-completion")
+    def _on_path_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.query_one(PromptInput).take_completion(event.option_index)
 
     def action_toggle_sidebar(self) -> None:
         self.sidebar.toggle()
 
     def action_scroll_log(self, direction: int) -> None:
-        # Scrolling up releases the log's anchor, so a streaming reply stops pulling the view down;
-        # paging back to the bottom anchors it again.
+        # Scrolling up releases the log's anchor, so a streaming reply stops pulling the view down. Textual
+        # releases it on any scroll, even a page down at the very bottom, which moved nothing and left the next
+        # reply growing out of view: a page that reaches the end anchors it again instead.
+        log = self.chat_log
         if direction < 0:
-            self.chat_log.scroll_page_up(animate=False)
+            log.scroll_page_up(animate=False)
+        elif log.scroll_y + log.scrollable_content_region.height >= log.max_scroll_y:
+            self.action_scroll_bottom()
         else:
-            self.chat_log.scroll_page_down(animate=False)
+            log.scroll_page_down(animate=False)
+
+    def action_scroll_bottom(self) -> None:
+        self.chat_log.scroll_end(animate=False)  # and follows new text again (the anchor holds)
 
     def action_copy_reply(self) -> None:
         if self._last_reply is None or not self._last_reply.text:
             self.notify("No reply to copy yet.", severity="warning")
             return
-        self.app.copy_to_clipboard(self._last_reply.text)
-        self.notify(f"Copied the last reply ({len(self._last_reply.text):,} characters).")
+        text = self._last_reply.text
+        cast("MoAChatApp", self.app).copy_text(text, f"the last reply ({len(text):,} characters)")
 
     def action_copy_code(self) -> None:
         code = self._last_reply.last_code_block() if self._last_reply else None
         if code is None:
             self.notify("The last reply has no code block.", severity="warning")
             return
-        self.app.copy_to_clipboard(code)
-        self.notify(f"Copied the last code block ({code.count(chr(10)) or 1} lines).")
+        lines = code.count("\n") + (not code.endswith("\n"))
+        cast("MoAChatApp", self.app).copy_text(code, f"the last code block ({lines:,} line{'s' if lines != 1 else ''})")
 
     async def action_new_conversation(self) -> None:
         if self.turn_running:
@@ -629,6 +775,7 @@ class ChatScreen(Screen[None]):
         saved = self.session.id is not None
         self.session.new_conversation()
         self._last_reply = None
+        self._versions = (1, 1)
         self.chat_log.forget_history()
         log = self.chat_log
         await log.remove_children()

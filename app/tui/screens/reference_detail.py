@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -10,6 +12,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
 from ..widgets.reference_card import WORDS, ReferenceCard
+
+if TYPE_CHECKING:
+    from ..app import MoAChatApp
 
 
 class ReferenceDetail(ModalScreen[None]):
@@ -55,5 +60,4 @@ class ReferenceDetail(ModalScreen[None]):
 
     def action_copy(self) -> None:
         if self.text:
-            self.app.copy_to_clipboard(self.text)
-            self.notify(f"Copied {self.label}'s answer")
+            cast("MoAChatApp", self.app).copy_text(self.text, f"{self.label}'s answer ({len(self.text):,} characters)")

@@ -1,5 +1,9 @@
-"""The prompt: multi-line, Enter sends, Ctrl+J (or Shift+Enter where the terminal reports it) adds a line,
-Up/Down at the first/last line walk through earlier prompts.
+"""The prompt: multi-line, Enter sends, Ctrl+J (or Alt+Enter, or Shift+Enter where the terminal reports it)
+adds a line, Up/Down at the first/last line walk through earlier prompts, Tab after an @ completes a file name.
+
+The box's own keys act as they are read, in order: Textual runs a focused widget's bindings only once the key
+has travelled up to the app, while letters are inserted as soon as the box reads them, so in a burst of keys
+(fast typing, key repeat, a busy moment) "a Ctrl+J b" came out as "ab" with the new line after it.
 
 A long text (a pasted log, a file, an earlier prompt recalled) stands in the box as one placeholder line,
 "[pasted text #1 · 12,500 lines · 1,000,000 characters]", and is sent whole in its place. The box is ten
@@ -10,11 +14,17 @@ a megabyte on one line) re-wraps and re-renders it on every key: typing around i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 from textual import events
 from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.geometry import Offset
 from textual.message import Message
 from textual.widgets import TextArea
+
+from .path_completion import Candidates, Mention, PathCompletion, candidates, mention_at
 
 PLACEHOLDER = "Ask the panel…   Enter send · Ctrl+J new line · ↑ earlier prompts"
 
@@ -35,14 +45,25 @@ def as_document_text(text: str) -> str:
 
 class PromptInput(TextArea):
     BINDINGS = [
+        # Ctrl+J first: every terminal sends it (as LF), and the hints name the first key. Alt+Enter arrives as
+        # ESC CR, Shift+Enter only where the terminal tells it from Enter (keys.KeyParser).
         Binding(
-            "ctrl+j,shift+enter,alt+enter",
+            "ctrl+j,alt+enter,shift+enter",
             "newline",
             "New line",
             show=False,
             id="newline",
-            tooltip="new line in the prompt",
+            tooltip="new line in the prompt (Shift+Enter only where the terminal tells it from Enter, e.g. kitty)",
         ),
+        Binding(
+            "tab",
+            "complete_path",
+            "Complete",
+            show=False,
+            id="complete_path",
+            tooltip="after @, complete a file name from the working folder (↑↓ choose · Enter or Tab take · Esc close)",
+        ),
+        Binding("escape", "close_completion", "Close list", show=False),
     ]
 
     class Submitted(Message):
@@ -50,7 +71,7 @@ class PromptInput(TextArea):
             super().__init__()
             self.text = text
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, working_folder: Callable[[], Path] = Path.cwd) -> None:
         super().__init__(
             id=id,
             soft_wrap=True,
@@ -64,14 +85,166 @@ class PromptInput(TextArea):
         self._browsing: int | None = None  # position in history while walking it
         self._draft = ""
         self._long_texts: dict[str, str] = {}  # placeholder → the text it stands for, until the prompt is sent
+        self.working_folder = working_folder  # where @paths are looked up (read when completing)
+        self._shown: Candidates | None = None  # what the completion list shows, while it is open
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            self.submit()
+            if self._shown is not None:
+                self._take_highlighted()
+            else:
+                self.submit()
             return
-        await super()._on_key(event)
+        if await self._run_own_binding(event.key):
+            self._restart_blink()
+            event.stop()
+            event.prevent_default()
+        # Otherwise TextArea's handler, next in line, inserts it, or it goes on up to the screen's keys.
+
+    async def _run_own_binding(self, key: str) -> bool:
+        """Run this box's binding for `key` now, as Textual would later (keymap applied, check_action asked)."""
+        bindings = self._bindings.copy()
+        keymap = self.app._keymap
+        if keymap:
+            bindings.apply_keymap(keymap)
+        for binding in bindings.key_to_bindings.get(key, ()):
+            # Priority bindings ran before the key reached the box; a disabled one lets the key go on up.
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                return True
+        return False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "complete_path":
+            return self._shown is not None or self._mention() is not None
+        if action == "close_completion":
+            return self._shown is not None
+        return super().check_action(action, parameters)
+
+    # ------------------------------------------------------------------ @path completion
+
+    def _mention(self) -> Mention | None:
+        start, end = self.selection
+        if start != end:
+            return None
+        row, column = end
+        return mention_at(self.document[row], column)
+
+    def _dropdown(self) -> PathCompletion | None:
+        try:
+            return self.screen.query_one(PathCompletion)
+        except NoMatches:
+            return None
+
+    def action_complete_path(self) -> None:
+        """Tab at an @word: complete it as far as the names allow and list them when several remain; Tab again
+        (nothing left in common) takes the highlighted one."""
+        mention = self._mention()
+        found = candidates(mention.typed, self.working_folder()) if mention is not None else None
+        if mention is None or found is None:
+            if self._shown is not None:
+                self._take_highlighted()
+            elif mention is not None:
+                self.notify("@ completes names in the working folder only.", severity="warning", timeout=4)
+            return
+        if not found.names:
+            self._hide()
+            self.notify(f"Nothing in the working folder starts with @{mention.typed}.", severity="warning", timeout=4)
+        elif len(found.names) == 1:
+            self._take(mention, found.folder + found.names[0])
+        elif found.common != found.typed:
+            self._replace_typed(mention, found.folder + found.common)
+            self._refresh_completion()
+        elif self._shown is not None:
+            self._take_highlighted()
+        else:
+            self._list(found)
+
+    def action_close_completion(self) -> None:
+        self._hide()
+
+    def move_completion(self, step: int) -> bool:
+        """↑/↓ while the list is open move its highlight; False when it is closed."""
+        dropdown = self._dropdown()
+        if self._shown is None or dropdown is None:
+            return False
+        if step < 0:
+            dropdown.action_cursor_up()
+        else:
+            dropdown.action_cursor_down()
+        return True
+
+    def take_completion(self, index: int) -> None:
+        """The list's option `index` chosen (a click): put it in the prompt."""
+        if self._shown is not None and 0 <= index < len(self._shown.names):
+            mention = self._mention()
+            if mention is not None:
+                self._take(mention, self._shown.folder + self._shown.names[index])
+        self.focus()
+
+    def _take_highlighted(self) -> None:
+        dropdown = self._dropdown()
+        index = dropdown.highlighted if dropdown is not None else None
+        self.take_completion(index if index is not None else 0)
+
+    def _take(self, mention: Mention, path: str) -> None:
+        """Put `path` after the @. A file ends the mention (a space follows); a folder lists what is in it."""
+        self._replace_typed(mention, path)
+        if path.endswith("/"):
+            self._refresh_completion()
+            return
+        self._hide()
+        row, column = self.cursor_location
+        if not self.document[row][column : column + 1].isspace():
+            self.insert(" ")
+
+    def _replace_typed(self, mention: Mention, path: str) -> None:
+        row, column = self.cursor_location
+        result = self.replace(path, (row, mention.start), (row, column), maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+
+    def _list(self, found: Candidates) -> None:
+        dropdown = self._dropdown()
+        if dropdown is None:  # no list to show them in: name them
+            self.notify("  ".join(found.folder + n for n in found.names[:20]), title="@ files", timeout=6)
+            return
+        self._shown = found
+        mention = self._mention()
+        x, y = self.cursor_screen_offset
+        x -= len(mention.typed) + 1 if mention else 0
+        # Above the line when there is no room below (constrain: inflect); the border lines up with the @.
+        dropdown.show(found, Offset(max(0, x - 2), y))
+        self.refresh_bindings()
+
+    def _hide(self) -> None:
+        if self._shown is None:
+            return
+        self._shown = None
+        dropdown = self._dropdown()
+        if dropdown is not None:
+            dropdown.hide()
+        self.refresh_bindings()
+
+    def _refresh_completion(self) -> None:
+        """List what the @word at the cursor can become; close the list once there is nothing to list."""
+        mention = self._mention()
+        found = candidates(mention.typed, self.working_folder()) if mention is not None else None
+        if found is None or not found.names:
+            self._hide()
+        else:
+            self._list(found)
+
+    def _on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self._shown is not None:
+            self._refresh_completion()
+
+    def _on_text_area_selection_changed(self, event: TextArea.SelectionChanged) -> None:
+        if self._shown is not None and self._mention() is None:
+            self._hide()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        self._hide()
 
     async def _on_paste(self, event: events.Paste) -> None:
         # All of it here: TextArea's own handler would insert it a second time (prevent_default), and a paste
@@ -154,6 +327,7 @@ class PromptInput(TextArea):
 
     def accept(self, text: str) -> None:
         """The app took the prompt: remember it and clear the box."""
+        self._hide()
         if not self.prompt_history or self.prompt_history[-1] != text:
             self.prompt_history.append(text)
         self._browsing = None
@@ -166,6 +340,8 @@ class PromptInput(TextArea):
 
     # Up/Down fall through to history only at the edges, so editing a multi-line prompt still works.
     def action_cursor_up(self, select: bool = False) -> None:
+        if not select and self.move_completion(-1):
+            return
         if not select and self.cursor_location[0] == 0 and self.prompt_history and self._browsing != 0:
             if self._browsing is None:
                 self._draft = self.text
@@ -176,6 +352,8 @@ class PromptInput(TextArea):
         super().action_cursor_up(select)
 
     def action_cursor_down(self, select: bool = False) -> None:
+        if not select and self.move_completion(+1):
+            return
         last_row = self.document.line_count - 1
         if not select and self._browsing is not None and self.cursor_location[0] == last_row:
             self._browsing += 1
