@@ -15,6 +15,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...config import Config
+from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
 from ...terminal import inert
 
@@ -46,8 +47,8 @@ class PresetPicker(ModalScreen[str | None]):
                 options.append(None)  # a rule between the user's presets and the bundled ones
             active = preset.name == self.active
             dim = "" if state.runnable else "dim"
-            refs = len(preset.references)
-            panel = f"{refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}"
+            refs = len(panel(preset))  # seats: a model asked 3 times (samples) counts 3
+            seats = f"{refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}"
             if not state.runnable:
                 status = Content.styled(f"needs {state.needs or 'a fix'}", "$text-warning")
             elif state.missing:
@@ -62,7 +63,7 @@ class PresetPicker(ModalScreen[str | None]):
                 "\n  ",
                 (" " * width, ""),
                 "  ",
-                (panel, dim or "$text-muted"),
+                (seats, dim or "$text-muted"),
                 "  ",
                 status,
             )
