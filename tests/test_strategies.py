@@ -295,3 +295,42 @@ async def test_the_sidebar_groups_cards_by_layer_and_shows_samples_and_late_ones
         assert statuses.count("late") >= 2 and "ok" in statuses
         late = next(c for c in sidebar.cards() if c.status == "late")
         assert "not waited for" in late.render().plain
+
+
+async def test_ctrl_t_sends_a_solo_turn_and_the_log_marks_it(preset_config, llm_server):
+    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.reply import AssistantReply
+    from tui_helpers import make_app, wait_until
+
+    config = preset_config("")
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.query_one(PromptInput).load_text("quick one")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: app.query(AssistantReply) and app.query_one(AssistantReply).finished)
+        assert not any(r.model.startswith("ref-") for r in llm_server.requests)
+        assert any("solo" in str(n.render()) for n in app.query(Notice))
+
+
+async def test_a_turn_over_the_cost_limit_is_asked_about_in_the_chat(preset_config, llm_server):
+    from moa_chat.tui.screens.confirm import ConfirmScreen
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.reply import AssistantReply
+    from tui_helpers import make_app, send, wait_until
+
+    config = preset_config("      max_cost_per_turn: 0.001")
+    text = config.path.read_text() + "pricing:\n  wire:agg: {input: 10, output: 30}\n"
+    config = load_config(write_config(config.path.parent, text))
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await send(pilot, "expensive question")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert llm_server.requests == [] and app.query_one(PromptInput).text == "expensive question"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.query(AssistantReply) and app.query_one(AssistantReply).finished)
+        assert llm_server.requests_for("agg")

@@ -49,6 +49,7 @@ from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
+from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
 from .panel import PanelAnswers
 from .preset_picker import PresetPicker
@@ -214,6 +215,14 @@ class ChatScreen(Screen[None]):
             tooltip="what each reference answered for the last reply",
         ),
         Binding(
+            "ctrl+t",
+            "send_solo",
+            "Solo",
+            id="send_solo",
+            show=False,
+            tooltip="send the prompt to the aggregator alone, no references (a quick question)",
+        ),
+        Binding(
             "ctrl+o",
             "sessions",
             "Sessions",
@@ -236,6 +245,7 @@ class ChatScreen(Screen[None]):
         self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
+        self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
         self._versions = (1, 1)  # (which, how many) of the last exchange, for the footer
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
@@ -483,11 +493,30 @@ class ChatScreen(Screen[None]):
         except AttachmentError as exc:
             self.notify(str(exc), title="Not sent", severity="error")  # the prompt stays in the box
             return
-        self.query_one(PromptInput).accept(event.text)
-        self.session.remember_prompt(event.text)
-        await self.start_turn(content)
+        solo, self._solo_next = self._solo_next, False
+        typed = event.text
 
-    async def start_turn(self, text: str) -> None:
+        async def send(confirmed: bool | None = True) -> None:
+            if not confirmed:
+                return  # a "no" leaves the prompt in the box
+            self.query_one(PromptInput).accept(typed)
+            self.session.remember_prompt(typed)
+            await self.start_turn(content, solo=solo)
+
+        over = self.session.over_budget(content, solo=solo)
+        if over:
+            # Above the preset's max_cost_per_turn: the user decides.
+            question = f"{over[0].upper()}{over[1:]}. Send it anyway?"
+            self.app.push_screen(ConfirmScreen("Over the cost limit", question), send)
+            return
+        await send()
+
+    def action_send_solo(self) -> None:
+        """Ctrl+T: send what is in the prompt to the aggregator alone."""
+        self._solo_next = True
+        self.query_one(PromptInput).submit()
+
+    async def start_turn(self, text: str, *, solo: bool = False) -> None:
         log = self.chat_log
         editing, self._editing = self._editing, False
         if editing and log.query(UserMessage):
@@ -501,10 +530,14 @@ class ChatScreen(Screen[None]):
             return
         if warning:
             self.notify(warning, severity="warning", timeout=6)
+        if solo and not editing:
+            await log.mount(NoticeWidget("solo: the aggregator alone, no references (Ctrl+T)", "info"))
         if editing:
             await self._begin(lambda observer, cancel: self.session.edit(text, observer=observer, cancel=cancel))
         else:
-            await self._begin(lambda observer, cancel: self.session.send(text, observer=observer, cancel=cancel))
+            await self._begin(
+                lambda observer, cancel: self.session.send(text, observer=observer, cancel=cancel, solo=solo)
+            )
 
     async def _begin(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
         """Mount the reply that will stream, and run `job` (a ChatSession call) on the turn's worker."""
