@@ -39,6 +39,8 @@ def test_every_call_of_a_turn_is_traced_owner_only_without_keys(home, llm_server
     text = path.read_text()
     assert FAKE_KEY not in text and "Authorization" not in text and "api_key" not in text
     assert "config" not in aggregator["request"]
+    [turn] = SessionStore().turns(session.id)
+    assert {e["turn"] for e in entries} == {turn.id}  # each call names the stored turn it belongs to
 
 
 def test_no_traces_unless_asked(home, llm_server):

@@ -67,6 +67,13 @@ class ReferenceProgress:
     chunks: int
     seconds: float
     first_token_seconds: float | None
+    tail: str = ""  # the last TAIL_CHARACTERS of its text: enough for a one-line live preview
+    # All of it so far: the string the tail is cut from, so carrying it copies nothing. A view of the
+    # running answer takes it whole, where stitching tails together would drop what came between two events.
+    text: str = ""
+
+
+TAIL_CHARACTERS = 200
 
 
 class _Recorded:

@@ -115,12 +115,13 @@ class ChatSession:
         self.config = with_preset(self.config, preset)
         return self.switch_preset(preset.name)
 
-    def _tracer(self, preset: Preset) -> TraceWriter | None:
+    def _tracer(self, preset: Preset, turn_id: int | None) -> TraceWriter | None:
         """Where this turn's calls are traced (save_traces), beside the session database; None unless the
         session is stored (an unsaved `ask` leaves nothing behind)."""
         if not self.config.traces_for(preset) or self.store is None or self.id is None:
             return None
-        return TraceWriter(self.id, folder=self.store.file.parent, scrub=privacy_scrub(self.config, for_models=False))
+        scrub = privacy_scrub(self.config, for_models=False)
+        return TraceWriter(self.id, folder=self.store.file.parent, scrub=scrub, turn=turn_id)
 
     def over_budget(self, text: str, *, solo: bool = False) -> str | None:
         """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
@@ -263,7 +264,7 @@ class ChatSession:
                 references=references,
                 system_prompt=self.system_prompt,
                 solo=solo,
-                tracer=self._tracer(preset),
+                tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
             )
             result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running

@@ -30,13 +30,21 @@ def trace_path(session_id: str, folder: Path | None = None) -> Path:
 class TraceWriter:
     """Appends call traces for one session; safe to call from the reference pool's threads."""
 
-    def __init__(self, session_id: str, *, folder: Path | None = None, scrub: Callable[[str], str] | None = None):
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        folder: Path | None = None,
+        scrub: Callable[[str], str] | None = None,
+        turn: int | None = None,
+    ):
         self.path = trace_path(session_id, folder)
+        self.turn = turn  # the stored turn these calls belong to
         self._scrub = scrub
         self._lock = threading.Lock()
 
     def __call__(self, entry: dict[str, Any]) -> None:
-        entry = {"time": round(time.time(), 3), **entry}
+        entry = {"time": round(time.time(), 3), "turn": self.turn, **entry}
         if "request" in entry:
             entry["request"] = {k: v for k, v in entry["request"].items() if k in REQUEST_FIELDS and v is not None}
         line = json.dumps(entry, ensure_ascii=False, default=str)

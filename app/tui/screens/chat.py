@@ -55,6 +55,8 @@ from .panel import PanelAnswers
 from .preset_picker import PresetPicker
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
+from .side_by_side import SideBySide
+from .trace import TraceScreen
 
 if TYPE_CHECKING:
     from ..app import MoAChatApp
@@ -214,6 +216,15 @@ class ChatScreen(Screen[None]):
             priority=True,
             tooltip="what each reference answered for the last reply",
         ),
+        Binding(
+            "ctrl+b",
+            "side_by_side",
+            "Side by side",
+            id="side_by_side",
+            show=False,
+            tooltip="the references' answers to the last reply, side by side",
+        ),
+        Binding("f12", "trace", "Trace", id="trace", show=False, tooltip="the last turn's calls (save_traces)"),
         Binding(
             "ctrl+t",
             "send_solo",
@@ -510,6 +521,16 @@ class ChatScreen(Screen[None]):
             self.app.push_screen(ConfirmScreen("Over the cost limit", question), send)
             return
         await send()
+
+    def action_side_by_side(self) -> None:
+        if self._last_reply is None:
+            self.notify("No reply yet: the references' answers show here after a turn.", severity="warning")
+            return
+        self.app.push_screen(SideBySide(self._last_reply.panel, self._last_reply.aggregator))
+
+    def action_trace(self) -> None:
+        session = self.session
+        self.app.push_screen(TraceScreen(session.store, session.id, traces_on=session.config.traces_for(self.preset)))
 
     def action_send_solo(self) -> None:
         """Ctrl+T: send what is in the prompt to the aggregator alone."""
@@ -814,6 +835,7 @@ class ChatScreen(Screen[None]):
         await log.remove_children()
         await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
         await self.sidebar.show_preset(self.preset)
+        self.query_one(StatusHeader).show(ledger=self.session.ledger)  # tokens and cost start again at 0
         self.refresh_bindings()
         self.notify("New conversation." + (" The last one is saved." if saved else ""))
 

@@ -1,8 +1,13 @@
-"""One line at the top: the app, the active preset and its aggregator, the session's token total.
+"""One line at the top: the app, the active preset and its aggregator, the session's tokens and cost.
 
 One line, whatever the width: the parts give way in order (the app's name, then the words "preset" and
 "aggregator", then the aggregator's name shortens) rather than run into each other. The preset's name and
-the token total always show, and so does a missing key: without it, the next prompt fails.
+the totals always show, and so does a missing key: without it, the next prompt fails.
+
+The cost shows once some call had a price: "$0.0123", or "$0.0123+" when other calls used tokens at no
+known price (the sum is then a lower bound: still worth seeing, and the + says what it leaves out). With
+no price at all, or only free local models, there is nothing to add up and nothing shows: a permanent
+"cost n/a" would say the same thing on every screen to everyone who uses unpriced or local models.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from textual.content import Content
 from textual.widget import Widget
 
 from ...config import Config, Preset
+from ...config.pricing import format_cost
 from ...providers import readiness
+from ...session import UsageLedger
 from ...terminal import inert
 
-GAP = 2  # columns between the left part and the token total, at least
+GAP = 2  # columns between the left part and the totals, at least
 
 
 class StatusHeader(Widget):
@@ -22,6 +29,8 @@ class StatusHeader(Widget):
         super().__init__(id=id)
         self.preset = preset
         self.tokens = 0
+        self.cost: float | None = None  # dollars: the sum of what is known
+        self.cost_complete = True  # every call that used tokens had a price
 
     def _needs(self) -> str | None:
         config = getattr(self.app, "config", None)
@@ -30,9 +39,18 @@ class StatusHeader(Widget):
         state = readiness(config, self.preset)
         return None if state.runnable else state.needs or "a fix"
 
+    def cost_text(self) -> str | None:
+        if not self.cost:
+            return None
+        return format_cost(self.cost) + ("" if self.cost_complete else "+")
+
     def _right(self) -> Content:
         noun = "token" if self.tokens == 1 else "tokens"
-        return Content.assemble((f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted"))
+        parts = [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
+        cost = self.cost_text()
+        if cost is not None:
+            parts += [(" · ", "$text-muted"), (cost, "bold")]
+        return Content.assemble(*parts)
 
     def _lefts(self, needs: str | None) -> list[Content]:
         """The left part, fullest first; the last one is cut to fit when none of them does."""
@@ -66,9 +84,21 @@ class StatusHeader(Widget):
         gap = max(GAP, width - left.cell_length - right.cell_length)
         return Content.assemble(left, " " * gap, right)
 
-    def show(self, preset: Preset | None = None, tokens: int | None = None) -> None:
+    def show(self, preset: Preset | None = None, tokens: int | None = None, ledger: UsageLedger | None = None) -> None:
+        """A new preset, new totals, or both. The totals come from `ledger` when given; new tokens alone
+        (what the chat passes after each turn) bring the cost from the same ledger, the session's."""
         if preset is not None:
             self.preset = preset
+        if ledger is None and tokens is not None:
+            ledger = self._session_ledger()
+        if ledger is not None:
+            self.cost, self.cost_complete = ledger.cost(), ledger.cost_complete()
+            if tokens is None:
+                tokens = ledger.usage().total_tokens
         if tokens is not None:
             self.tokens = tokens
         self.refresh()
+
+    def _session_ledger(self) -> UsageLedger | None:
+        ledger = getattr(getattr(self.app, "session", None), "ledger", None)
+        return ledger if isinstance(ledger, UsageLedger) else None

@@ -1,13 +1,19 @@
-"""A card in the sidebar: one reference (or the aggregator) and how its part of the turn is going."""
+"""A card in the sidebar: one reference (or the aggregator) and how its part of the turn is going.
+
+While a reference runs its card shows the end of what it has written so far, on one line, and how fast it
+writes; once a call is priced (config `pricing:`, or the provider's own figure), what it cost.
+"""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from ...config.pricing import format_cost
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
@@ -18,6 +24,8 @@ from ...engine import (
     ReferenceStarted,
     clock,
 )
+from ...engine.events import TAIL_CHARACTERS
+from ...terminal import inert
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 GLYPHS = {
@@ -56,10 +64,14 @@ STYLES = {
     "late": "$text-muted",
     "idle": "$text-muted",
 }
+# Below this much writing time the rate swings with every chunk: no tokens per second until then.
+RATE_AFTER = 0.5
+MIN_LABEL = 8  # cells of a card's name, at least, beside its cost (else the cost goes with the other facts)
 
 
 class ReferenceCard(Widget, can_focus=True):
-    """Status, elapsed seconds, time to first token, tokens and (when it failed) why."""
+    """Status, elapsed seconds, time to first token, tokens, cost and (when it failed) why; while running,
+    its speed and a line of its text."""
 
     class Selected(Message):
         def __init__(self, card: ReferenceCard) -> None:
@@ -69,6 +81,10 @@ class ReferenceCard(Widget, can_focus=True):
     BINDINGS = [("enter", "select", "Read answer")]
 
     status: reactive[str] = reactive("idle")
+    # The answer: what it has written so far while it runs, then the answer it gave (empty if none). A
+    # reactive so that a view of it (the reference's detail screen) can watch it grow; the card redraws
+    # itself when it changes.
+    text: reactive[str] = reactive("", repaint=False)
 
     def __init__(self, label: str, *, index: int = -1, aggregator: bool = False, needs: str | None = None) -> None:
         super().__init__(classes="-aggregator" if aggregator else "-reference")
@@ -84,8 +100,12 @@ class ReferenceCard(Widget, can_focus=True):
         self.error: str | None = None
         self.retry: CallRetrying | None = None  # while running: the retry it is waiting for
         self.retry_at = 0.0
-        self.text = ""
+        self.tail = ""  # the end of the text so far, for the one-line preview
+        self.rate: float | None = None  # tokens per second while it writes
+        self.cost: float | None = None  # dollars, when priced
+        self.cost_partial = False  # the aggregator's rounds: some used tokens at no known price
         self._frame = 0
+        self._height = 0  # lines at the last layout: a progress event that changes it must lay out again
 
     # ------------------------------------------------------------------ state
 
@@ -103,7 +123,16 @@ class ReferenceCard(Widget, can_focus=True):
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
         self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
+        self.tail, self.rate, self.cost, self.cost_partial = "", None, None, False
         self._set_status(status)
+
+    def add_cost(self, cost: float | None, *, used_tokens: bool) -> None:
+        """Count one call's cost (the aggregator's card adds up its rounds); a call that used tokens at no
+        known price makes the sum a lower bound."""
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+        elif used_tokens:
+            self.cost_partial = True
 
     def apply(self, event: object) -> None:
         if isinstance(event, ReferenceQueued):
@@ -124,13 +153,21 @@ class ReferenceCard(Widget, can_focus=True):
             self.retry = None
             self.first_token_seconds = event.first_token_seconds
             self.tokens, self.tokens_estimated = event.chunks, True
-            self.refresh()
+            self.rate = _rate(event)
+            self.tail = event.tail or event.text[-TAIL_CHARACTERS:]
+            self.text = event.text
+            # A first line of text, or the facts taking another line, make the card taller: lay out again
+            # then, and only then (several events a second per reference).
+            width = self.content_size.width
+            self.refresh(layout=bool(width) and self._lines(width) != self._height)
         elif isinstance(event, ReferenceFinished):
-            self.retry = None
+            self.retry, self.rate, self.tail = None, None, ""
             self.seconds, self.first_token_seconds = event.seconds, _within(event.first_token_seconds, event.seconds)
             self.error, self.text = event.error, event.text
             if event.usage is not None:
                 self.tokens, self.tokens_estimated = event.usage.completion_tokens, False
+            self.cost, self.cost_partial = None, False
+            self.add_cost(event.record.cost, used_tokens=event.usage is not None)
             self._set_status(event.status)
         elif isinstance(event, AggregatorFinished):
             self.retry = None
@@ -140,6 +177,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.first_token_seconds = _within(self.first_token_seconds, self.seconds)
             if event.usage is not None:
                 self.tokens = (self.tokens or 0) + event.usage.completion_tokens
+            self.add_cost(event.record.cost, used_tokens=event.usage is not None)
             if event.record.status != "ok":
                 self.error = event.record.error
                 self._set_status(event.record.status)
@@ -181,7 +219,42 @@ class ReferenceCard(Widget, can_focus=True):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Measured at the width it is being laid out at: what render() last saw may be stale, as when the
         # sidebar opens over the log on a narrow screen (a card a line too tall, or a line short).
-        return len(self._content(width).wrap(width)) if width else 0
+        self._height = self._lines(width) if width else 0
+        return self._height
+
+    def _lines(self, width: int) -> int:
+        return len(self._content(width).wrap(width))
+
+    def _cost_text(self) -> str | None:
+        """What its calls cost; nothing for a free one (a local model) or one with no price at all."""
+        if not self.cost:
+            return None
+        return format_cost(self.cost) + ("+" if self.cost_partial else "")
+
+    def _facts(self, facts: list[str], ttft: str | None, width: int) -> list[str]:
+        """The facts on as few lines as they take, each fact whole on one line. Time to first token is the
+        first thing to give up on a narrow sidebar: it shows only when everything fits on one line."""
+        if ttft is not None:
+            line = "  " + " · ".join([facts[0], ttft, *facts[1:]])
+            if len(line) <= width:
+                return [line]
+        lines = ["  " + facts[0]]
+        for fact in facts[1:]:
+            if len(lines[-1]) + 3 + len(fact) <= width:
+                lines[-1] += " · " + fact
+            else:
+                lines.append("  " + fact)
+        return lines
+
+    def _preview(self, width: int) -> str | None:
+        """The last of what a running reference has written, as one line that fits."""
+        if self.status != "running" or not self.tail:
+            return None
+        line = inert(" ".join(self.tail.split()))
+        room = width - 2
+        if cell_len(line) > room:
+            line = "…" + _last_cells(line, room - 1)
+        return "  " + line
 
     def _content(self, width: int) -> Content:
         width = max(8, width)
@@ -189,25 +262,42 @@ class ReferenceCard(Widget, can_focus=True):
         if self.status == "running" and self.app.animation_level != "none":
             glyph = SPINNER[self._frame % len(SPINNER)]
         style = STYLES.get(self.status, "")
-        label = self.label if len(self.label) <= width - 2 else self.label[: width - 3] + "…"
         facts = [WORDS[self.status]]
         if self.status == "idle" and self.needs:
             facts, style = [f"needs {self.needs}"], "$text-warning"
+        facts_style = style if self.status != "ok" else "$text-muted"
+        # The cost sits at the end of the name's line, so that a panel's costs line up in a column (and the
+        # facts keep their one line): the name gives way to it, down to a few letters.
+        cost = self._cost_text()
+        beside = cost is not None and width - 3 - len(cost) >= MIN_LABEL
+        room = width - 2 - (len(cost) + 1 if beside and cost else 0)
+        label = self.label if len(self.label) <= room else self.label[: room - 1] + "…"
+        head = Content.assemble((glyph, style), " ", (label, "bold"))
+        if beside and cost:
+            head = Content.assemble(head, " " * max(1, width - head.cell_length - len(cost)), (cost, facts_style))
         elapsed = self._elapsed()
         if elapsed is not None and self.status not in ("queued", "idle"):
             facts[0] += f" {elapsed:.1f}s"
+        writing = self.rate is not None and self.status == "running"
+        if writing and elapsed is not None:
+            # The spinner and the text under it say it runs: the word would push its speed onto a line of
+            # its own in a sidebar's width.
+            facts[0] = f"{elapsed:.1f}s"
         if self.tokens:
             facts.append(f"{'~' if self.tokens_estimated else ''}{self.tokens:,} tok")
+        if writing:
+            facts.append(f"{self.rate:,.0f} tok/s")
+        if cost is not None and not beside:
+            facts.append(cost)
         ttft_seconds = self.ttft
-        if ttft_seconds is not None:
-            ttft = f"ttft {ttft_seconds:.1f}s"
-            # Time to first token is the first thing to give up on a narrow sidebar (one line per fact set).
-            if len("  " + " · ".join([*facts, ttft])) <= width:
-                facts.insert(1, ttft)
+        ttft = f"ttft {ttft_seconds:.1f}s" if ttft_seconds is not None else None
         lines = [
-            Content.assemble((glyph, style), " ", (label, "bold")),
-            Content.assemble(("  " + " · ".join(facts), style if self.status != "ok" else "$text-muted")),
+            head,
+            *(Content.assemble((line, facts_style)) for line in self._facts(facts, ttft, width)),
         ]
+        preview = self._preview(width)
+        if preview is not None:
+            lines.append(Content.assemble((preview, "italic $text-muted")))
         if self.retry is not None and self.status == "running":
             left = max(0.0, self.retry_at - clock.monotonic())
             retry = self.retry
@@ -236,3 +326,23 @@ class ReferenceCard(Widget, can_focus=True):
 
 def _within(ttft: float | None, elapsed: float | None) -> float | None:
     return ttft if ttft is None or elapsed is None else min(ttft, elapsed)
+
+
+def _rate(event: ReferenceProgress) -> float | None:
+    """Tokens per second since the first one (a chunk is about a token): the model's writing speed, not
+    diluted by the wait for it to start."""
+    if event.first_token_seconds is None:
+        return None
+    writing = event.seconds - event.first_token_seconds
+    return event.chunks / writing if writing >= RATE_AFTER else None
+
+
+def _last_cells(text: str, cells: int) -> str:
+    """The end of `text` that fits in `cells` columns (a wide character takes two)."""
+    taken, used = [], 0
+    for character in reversed(text):
+        used += cell_len(character)
+        if used > cells:
+            break
+        taken.append(character)
+    return "".join(reversed(taken))

@@ -88,10 +88,16 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
 
     def end_turn(self, status: str, error: str | None, ledger: UsageLedger | None = None) -> None:
         """Whatever is still open when the turn ends takes the turn's outcome; the aggregator card shows
-        the ledger's total over all of the turn's rounds."""
+        the ledger's totals (tokens, cost) over all of the turn's rounds."""
         if ledger is not None:
             tokens = ledger.usage("aggregator").completion_tokens
             self.aggregator_card.tokens = tokens or self.aggregator_card.tokens
+            # The ledger has every round (tool iterations run the aggregator again): its sum is the card's.
+            rounds = [record for record in ledger.records if record.role == "aggregator"]
+            if rounds:
+                self.aggregator_card.cost = ledger.cost("aggregator")
+                self.aggregator_card.cost_partial = any(r.cost is None and r.usage is not None for r in rounds)
+                self.aggregator_card.refresh(layout=True)
         for card in self.cards():
             if card.status in ("queued", "running"):
                 card.finish("cancelled" if status == "cancelled" else "failed", error)
