@@ -69,3 +69,18 @@ def test_privacy_full_redacts_what_the_models_receive(home, llm_server):
         text = str(request.messages)
         assert "sk-proj-AbCdEfGhIjKlMnOpQrSt" not in text and "bob@example.org" not in text
     assert "[email]" in str(llm_server.requests_for("agg")[0].messages)
+
+
+def test_privacy_display_redacts_what_is_shown_even_split_across_deltas_but_keeps_it_stored(home, llm_server, capsys):
+    from moa_chat.cli import main
+    from moa_chat.providers.loopback_server import Reply
+
+    traced_config(home, llm_server, "privacy_filter: display\n")
+    # The address arrives in two pieces: a per-delta filter would miss it.
+    llm_server.script("agg", Reply(text="", pieces=["write to ali", "ce@example.com today, about ", "3f2a9c1"]))
+    assert main(["ask", "-q", "hi"]) == 0
+    out = capsys.readouterr().out
+    assert "alice@example.com" not in out and "[email]" in out and "3f2a9c1" in out
+    [session] = SessionStore().sessions()
+    stored = [m.content for m in SessionStore().path(session.id) if m.role == "assistant"]
+    assert stored == ["write to alice@example.com today, about 3f2a9c1"]

@@ -10,6 +10,7 @@ so a front end can never be left believing a turn still runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from ..tools.environment import tool_environment
 from .events import Notice, Observer
 from .history import Exchange, exchanges
 from .ledger import UsageLedger
-from .redaction import privacy_scrub
+from .redaction import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
 from .turn import Turn, TurnResult
 
@@ -245,6 +246,10 @@ class ChatSession:
         preset = self.preset
         cancel = cancel or CancelToken()
         # The user's message joins the store before any request goes out.
+        display = privacy_scrub(self.config, for_models=False)
+        shown = DisplayScrub(observer, display) if observer is not None and display is not None else None
+        if shown is not None:
+            observer = shown  # the front end sees redacted text; the saver below keeps it as it was
         saver = self._begin_saving(kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id)
         if saver is not None:
             observer = saver
@@ -283,6 +288,15 @@ class ChatSession:
             head = saver.finish(result)
             if head is not None:  # a turn that could not be saved must not cut the stored conversation
                 self.head_id = head
+        if shown is not None and display is not None:
+            shown.flush()
+            # What the front end shows of the result is redacted too; the conversation above kept it whole.
+            result = dataclasses.replace(
+                result,
+                text=display(result.text),
+                error=display(result.error) if result.error else result.error,
+                references=tuple(scrubbed_event(r, display) for r in result.references),
+            )
         return result
 
     def _begin_saving(

@@ -3,6 +3,7 @@ also to what the models receive (the patterns themselves live in moa_chat.privac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -42,3 +43,52 @@ def scrub_messages(messages: list[dict[str, Any]], scrub: Callable[[str], str]) 
             ]
         out.append(copy)
     return out
+
+
+class DisplayScrub:
+    """An observer in front of another (the chat, `ask`): what it is shown is redacted (privacy_filter:
+    display or full), while the store and the conversation keep the text as it was.
+
+    Streamed reply text is held back to its last whitespace before it is redacted, so a secret split across
+    two deltas is still seen whole (a key, an address or a token has no spaces); a private-key block is held
+    until its END line."""
+
+    def __init__(self, observer: Callable[[Any], None], scrub: Callable[[str], str]) -> None:
+        self._observer, self._scrub = observer, scrub
+        self._held = ""
+
+    def __call__(self, event: Any) -> None:
+        from ..engine import ReplyDelta
+
+        if isinstance(event, ReplyDelta):
+            self._held += event.text
+            cut = max(self._held.rfind(" "), self._held.rfind("\n"), self._held.rfind("\t"))
+            if "-----BEGIN" in self._held and "-----END" not in self._held:
+                cut = -1  # inside a private-key block: wait for its end
+            if cut >= 0:
+                ready, self._held = self._held[: cut + 1], self._held[cut + 1 :]
+                self._observer(ReplyDelta(self._scrub(ready)))
+            return
+        self.flush()
+        self._observer(scrubbed_event(event, self._scrub))
+
+    def flush(self) -> None:
+        from ..engine import ReplyDelta
+
+        if self._held:
+            held, self._held = self._held, ""
+            self._observer(ReplyDelta(self._scrub(held)))
+
+
+def scrubbed_event(event: Any, scrub: Callable[[str], str]) -> Any:
+    """`event` with its text fields redacted (a frozen dataclass: a copy)."""
+    if not dataclasses.is_dataclass(event) or isinstance(event, type):
+        return event
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(event):
+        value = getattr(event, field.name)
+        if isinstance(value, str) and value:
+            changes[field.name] = scrub(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes[field.name] = scrubbed_event(value, scrub)
+    return dataclasses.replace(event, **changes) if changes else event
