@@ -275,8 +275,14 @@ async def test_other_web_pages_cannot_open_the_websocket(served: Served) -> None
         async with http.ws_connect(ws_url, origin=f"http://127.0.0.1:{served.port}") as ws:
             message = await ws.receive(timeout=DEADLINE)
             assert message.type == aiohttp.WSMsgType.BINARY and message.data
+    # The start line is printed half a second after the server answers (serve._announce): on a busy machine
+    # the sockets above can all be done before that, so wait for it rather than race it.
+    announced = f"moa-chat: serving the chat on http://127.0.0.1:{served.port} (Ctrl+C stops)"
+    deadline = time.monotonic() + DEADLINE
+    while announced not in served.log.read_text() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
     log = served.log.read_text()
-    assert f"moa-chat: serving the chat on http://127.0.0.1:{served.port} (Ctrl+C stops)" in log
+    assert announced in log
     assert "refused a websocket: cross-site Origin 'https://evil.example'" in log
 
 

@@ -224,7 +224,6 @@ class ChatScreen(Screen[None]):
             show=False,
             tooltip="the references' answers to the last reply, side by side",
         ),
-        Binding("f12", "trace", "Trace", id="trace", show=False, tooltip="the last turn's calls (save_traces)"),
         Binding(
             "ctrl+t",
             "send_solo",
@@ -859,6 +858,16 @@ class ChatScreen(Screen[None]):
                 f"Stop the running turn; the partial reply stays{key('cancel_turn')}",
                 self.action_cancel_turn,
             )
+        yield SystemCommand(
+            "Trace of the last turn",
+            "Every call of the last turn: request, answer, usage, cost (needs save_traces: true)",
+            self.action_trace,
+        )
+        yield SystemCommand(
+            "Side by side",
+            f"The references' answers to the last reply, side by side{key('side_by_side')}",
+            self.action_side_by_side,
+        )
         yield SystemCommand(
             "Toggle sidebar", f"Show or hide the reference sidebar{key('toggle_sidebar')}", self.action_toggle_sidebar
         )
