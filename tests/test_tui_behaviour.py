@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from moa_chat.config import load_config
 from moa_chat.config.settings import load_settings
 from moa_chat.providers.loopback_server import Reply
@@ -104,10 +102,12 @@ async def test_escape_cancels_a_slow_stream_promptly_and_keeps_the_partial_text(
             return bool(reply and reply.text.count("word") >= 3)
 
         await wait_until(pilot, some_text)
-        pressed = time.monotonic()
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.chat.turn_running, timeout=5)
-        assert time.monotonic() - pressed < 0.5
+        # Prompt means long before the 30 s stream would end, on any machine: no wall-clock window here (a
+        # loaded CI machine missed a 0.5 s one); the stream must be closed, not read to its end.
+        await wait_until(pilot, lambda: not app.chat.turn_running, timeout=10)
+        assert reply.text.count("word") < 300
+        await wait_until(pilot, lambda: llm_server.requests_for("agg")[0].disconnected, timeout=10)
         assert reply.has_class("-cancelled")
         assert reply.text.startswith("word0 word1 word2")
         assert app.session.messages[-1] == {"role": "assistant", "content": reply.text}
