@@ -1,44 +1,56 @@
-"""How far behind a fast stream does the chat log fall? moa-chat's path versus the naive one, same run.
+"""How soon after a fast stream ends does the chat show the whole reply? moa-chat against Textual's own pattern.
 
-A loopback OpenAI-compatible server streams a Markdown reply; headless Textual apps consume it through
-the real openai SDK:
+A fake OpenAI-compatible server runs in a process of its own and streams a block-heavy Markdown reply
+(headings, paragraphs, lists, code, quotes, tables) on a schedule of N tokens per second; it logs the moment
+it writes the first byte of the reply and the moment it writes the last. Each app runs headless in a fresh
+process and timestamps every frame it hands to its driver (and turns it into terminal output, as a real
+driver would, so that cost counts too). Rows:
 
-- moa-chat: the real app (MoAChatApp) — the turn on a thread worker, reply text coalesced by the bridge
-  and written into Markdown.get_stream();
-- per-token append: one posted message per token, each appended with Markdown.append(token);
-- per-token update: one posted message per token, each re-rendering the reply with Markdown.update(text).
+- moa-chat: the real app (MoAChatApp) — the turn on a thread worker, the reply text through the bridge;
+- get_stream pattern: Textual's documented way, `Markdown.get_stream` fed from an async worker (the example
+  in `Markdown.get_stream`'s docstring, with the openai SDK's async client as the source);
+- per-token append / per-token update: the naive versions, a posted message per token and `Markdown.append`
+  or `Markdown.update` each time (only where they finish in reasonable time).
 
-Two scenarios: 4,000 tokens at 2,000 tokens/s (a fast provider, a long answer) against per-token append,
-and 400 tokens at 200 tokens/s against per-token update.
+Figures per run, in seconds on the one monotonic clock all processes share:
 
-For each we report the time from the server's last byte to the final render (the lag a user watches) and
-the total time. The machine is noisy, so both run in one process, alternately, and we print ratios.
+- lag: the server's last byte to the first frame that shows the whole reply, correctly laid out;
+- gap: the longest time between two frames while the reply streamed (a frozen screen);
+- after: how long the app kept painting once the whole reply was shown;
+- total: the server's first byte to that frame.
 
-    python bench/stream_render.py [--rounds 3] [--quick]
+The machine is shared and noisy: rows alternate within each round, and the summary is medians and ratios.
+A row that has not shown the whole reply `--cap` seconds after the last byte is stopped there and shown as
+"> cap" (and not run again in later rounds).
+
+    python bench/stream_render.py [--rounds 3] [--quick] [--cap 20] [--tree before=/path/to/a/copy]
+
+--tree adds a moa-chat row run from another copy of the package (a folder holding moa_chat/), for a
+before/after comparison in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
+import itertools
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from moa_chat.config import load_config
-from moa_chat.providers.loopback_server import OpenAICompatibleServer, Reply
-from moa_chat.tui.app import MoAChatApp
-from moa_chat.tui.widgets.prompt_input import PromptInput
-from moa_chat.tui.widgets.reply import AssistantReply
-from textual.app import App, ComposeResult
-from textual.containers import VerticalScroll
-from textual.message import Message
-from textual.widgets import Markdown
+LINGER = 1.0  # seconds the app keeps running after showing the whole reply, to see whether it still paints
+MEASURE = "--measure"
+
+
+# --------------------------------------------------------------------------- the reply
+
 
 PARAGRAPH = (
     "Streaming a long answer means the widget grows while tokens keep coming, so the cost of "
@@ -48,6 +60,8 @@ CODE = "```python\ndef handler(event):\n    return {'ok': True, 'event': event}\
 
 
 def long_markdown(tokens: int) -> list[str]:
+    """A reply of `tokens` pieces, heavy in blocks as long model answers are: sections of a heading, a
+    paragraph, a list and a code block (the reply issue 12 measured)."""
     pieces: list[str] = []
     section = 0
     while len(pieces) < tokens:
@@ -57,156 +71,422 @@ def long_markdown(tokens: int) -> list[str]:
     return pieces[:tokens]
 
 
-class Bench:
-    def __init__(self, tokens: int, rate: float) -> None:
-        self.pieces = long_markdown(tokens)
-        self.rate = rate
-        self.server = OpenAICompatibleServer(self.respond).start()
+# --------------------------------------------------------------------------- the fake server (own process)
 
-    def respond(self, body: dict) -> Reply:
+
+def serve(tokens: int, rate: float) -> None:
+    """Serve until stdin closes; print one JSON line per aggregator request: its first and last byte."""
+    from moa_chat.providers import loopback_server
+    from moa_chat.providers.loopback_server import OpenAICompatibleServer, Reply
+
+    pieces = long_markdown(tokens)
+    stream = loopback_server._Handler._stream
+
+    def timed_stream(handler: Any, body: dict[str, Any], reply: Reply, record: Any) -> None:
+        first = time.monotonic()
+        stream(handler, body, reply, record)
         if body.get("model") == "agg":
-            return Reply(pieces=self.pieces, text="".join(self.pieces), piece_delay=1 / self.rate)
+            print(json.dumps({"first": first, "last": time.monotonic()}), flush=True)
+
+    loopback_server._Handler._stream = timed_stream  # type: ignore[method-assign]
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if body.get("model") == "agg":
+            return Reply(pieces=pieces, text="".join(pieces), piece_delay=1 / rate)
         return Reply(text="brief advice")
 
-    def last_byte(self) -> float:
-        done = [r.finished_at for r in self.server.requests if r.model == "agg" and r.finished_at]
-        return max(done)
+    server = OpenAICompatibleServer(respond).start()
+    print(json.dumps({"base_url": server.base_url}), flush=True)
+    sys.stdin.read()
+    server.stop()
 
 
-async def run_moa_chat(bench: Bench, config_path: Path) -> tuple[float, float]:
-    config = load_config(config_path)
-    app = MoAChatApp(config, config.preset("bench"), theme="textual-dark", remember_theme=False)
+class Server:
+    def __init__(self, tokens: int, rate: float, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(tokens), str(rate)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        self.base_url = json.loads(self.process.stdout.readline())["base_url"]
+        self.log: list[dict[str, float]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.append(json.loads(line))
+
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- the apps (one process each)
+
+
+class Frames:
+    """The frames an app hands to its driver: when, and whether the whole reply was on screen."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.whole: float | None = None
+
+
+def frame_timed(cls: type, frames: Frames, shows_whole: Any) -> type:
+    class FrameTimed(cls):  # type: ignore[misc, valid-type]
+        def _display(self, screen: Any, renderable: Any) -> None:
+            if renderable is not None and not self._batch_count:
+                # What a real driver does with the frame (headless drivers skip it): so its cost counts.
+                renderable.render_segments(self.console)
+                now = time.monotonic()
+                frames.times.append(now)
+                if frames.whole is None and shows_whole(self):
+                    frames.whole = now
+            super()._display(screen, renderable)
+
+    return FrameTimed
+
+
+IN_FLIGHT = [0]  # Markdown.append and .update calls not finished yet
+
+
+def count_in_flight() -> None:
+    """Count Markdown updates from their call (when `source` already holds the new text) to their end."""
+    from textual.await_complete import AwaitComplete
+    from textual.widgets import Markdown
+
+    def counted(original: Any) -> Any:
+        def method(self: Any, markdown: str) -> AwaitComplete:
+            IN_FLIGHT[0] += 1
+            inner = original(self, markdown)
+
+            async def run() -> None:
+                try:
+                    await inner
+                finally:
+                    IN_FLIGHT[0] -= 1
+
+            return AwaitComplete(run())
+
+        return method
+
+    Markdown.append = counted(Markdown.append)  # type: ignore[method-assign]
+    Markdown.update = counted(Markdown.update)  # type: ignore[method-assign]
+
+
+def laid_out(app: Any, widget: Any) -> bool:
+    """Whether `widget` has a place in the last layout (without asking for a new one)."""
+    compositor = app.screen._compositor
+    geometry = (compositor._visible_map or {}).get(widget) or compositor._full_map.get(widget)
+    return geometry is not None and geometry.region.height > 0
+
+
+async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: float) -> None:
+    from moa_chat.config import load_config
+    from moa_chat.tui.app import MoAChatApp
+    from moa_chat.tui.widgets.markdown import ReplyMarkdown
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.reply import AssistantReply
+
+    home = Path(os.environ["MOA_CHAT_HOME"])
+    path = home / "config.yaml"
+    path.write_text(
+        "providers:\n"
+        f'  bench: {{base_url: "{base_url}", max_retries: 0}}\n'
+        "moa:\n  presets:\n    bench:\n"
+        "      reference_models: [{provider: bench, model: ref}]\n"
+        "      aggregator: {provider: bench, model: agg}\n"
+        "      tools: none\n"
+    )
+
+    def shows_whole(app: Any) -> bool:
+        replies = app.query(AssistantReply)
+        if not replies:
+            return False
+        reply = replies.last()
+        if reply.text != expected:
+            return False
+        if IN_FLIGHT[0] or not getattr(reply, "settled", True):
+            return False
+        markdown = reply.query(ReplyMarkdown)
+        if not markdown or markdown.last().source != expected:
+            return False
+        last = markdown.last().children[-1] if markdown.last().children else None
+        return last is not None and laid_out(app, last)
+
+    config = load_config(path)
+    app = frame_timed(MoAChatApp, frames, shows_whole)(
+        config, config.preset("bench"), theme="textual-dark", remember_theme=False
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         prompt = app.query_one(PromptInput)
+        prompt.cursor_blink = False
         prompt.load_text("go")
-        started = time.monotonic()
         await pilot.press("enter")
-        while not (app.query(AssistantReply) and app.query_one(AssistantReply).finished):
-            await asyncio.sleep(0.005)
-        rendered = time.monotonic()
-        assert app.query_one(AssistantReply).text == "".join(bench.pieces)
-    return rendered - bench.last_byte(), rendered - started
+        await wait_for_whole(frames, deadline)
 
 
-class Token(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+async def wait_for_whole(frames: Frames, deadline: float) -> None:
+    while frames.whole is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    if frames.whole is not None:
+        await asyncio.sleep(LINGER)
 
 
-class Done(Message):
-    pass
+def pattern_app(base_url: str, mode: str) -> Any:
+    import openai
+    from textual import work
+    from textual.app import App, ComposeResult
+    from textual.containers import VerticalScroll
+    from textual.message import Message
+    from textual.widgets import Markdown
+
+    class Token(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class StreamApp(App[None]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.text = ""
+            self.stream: Any = None
+            self.tokens_done = False
+
+        def compose(self) -> ComposeResult:
+            with VerticalScroll():
+                yield Markdown()
+
+        def on_mount(self) -> None:
+            if mode == "pattern":
+                self.stream_markdown()
+            else:
+                threading.Thread(target=self.consume, daemon=True).start()
+
+        @work
+        async def stream_markdown(self) -> None:
+            # Textual's documented pattern (Markdown.get_stream's docstring), reading the reply with the
+            # openai SDK's async client.
+            markdown_widget = self.query_one(Markdown)
+            container = self.query_one(VerticalScroll)
+            container.anchor()
+            client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+            stream = self.stream = Markdown.get_stream(markdown_widget)
+            try:
+                response = await client.chat.completions.create(
+                    model="agg", messages=[{"role": "user", "content": "go"}], stream=True
+                )
+                async for chunk in response:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        self.text += chunk.choices[0].delta.content
+                        await stream.write(chunk.choices[0].delta.content)
+            finally:
+                self.tokens_done = True
+                await stream.stop()
+
+        def consume(self) -> None:
+            # The naive versions: a message per token from a thread reading the stream.
+            self.query_one(VerticalScroll).anchor()
+            client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+            response = client.chat.completions.create(
+                model="agg", messages=[{"role": "user", "content": "go"}], stream=True
+            )
+            for chunk in response:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    self.post_message(Token(chunk.choices[0].delta.content))
+
+        async def on_token(self, message: Token) -> None:
+            self.text += message.text
+            if mode == "update":
+                await self.query_one(Markdown).update(self.text)
+            else:
+                await self.query_one(Markdown).append(message.text)
+
+    return StreamApp
 
 
-class NaiveApp(App):
-    """What a first version usually does: a message per token and a full re-render each time."""
+async def run_pattern(mode: str, base_url: str, expected: str, frames: Frames, deadline: float) -> None:
+    from textual.widgets import Markdown
 
-    def __init__(self, base_url: str, mode: str) -> None:
-        super().__init__()
-        self.base_url = base_url
-        self.mode = mode
-        self.text = ""
-        self.finished = False
+    def shows_whole(app: Any) -> bool:
+        markdown = app.query_one(Markdown)
+        if IN_FLIGHT[0] or app.text != expected or markdown.source != expected:
+            return False
+        return bool(markdown.children) and laid_out(app, markdown.children[-1])
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Markdown()
-
-    def start(self) -> None:
-        threading.Thread(target=self.consume, daemon=True).start()
-
-    def consume(self) -> None:
-        import openai
-
-        client = openai.OpenAI(base_url=self.base_url, api_key="x", max_retries=0)
-        stream = client.chat.completions.create(model="agg", messages=[{"role": "user", "content": "go"}], stream=True)
-        for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content:
-                self.post_message(Token(chunk.choices[0].delta.content))
-        self.post_message(Done())
-
-    async def on_token(self, message: Token) -> None:
-        self.text += message.text
-        if self.mode == "update":
-            await self.query_one(Markdown).update(self.text)
-        else:
-            await self.query_one(Markdown).append(message.text)
-
-    def on_done(self) -> None:
-        self.finished = True
-
-
-async def run_naive(bench: Bench, mode: str) -> tuple[float, float]:
-    app = NaiveApp(bench.server.base_url, mode)
+    app = frame_timed(pattern_app(base_url, mode), frames, shows_whole)()
     async with app.run_test(size=(120, 40)):
-        started = time.monotonic()
-        app.start()
-        while not app.finished:
-            await asyncio.sleep(0.005)
-        rendered = time.monotonic()
-        assert app.text == "".join(bench.pieces)
-    return rendered - bench.last_byte(), rendered - started
+        await wait_for_whole(frames, deadline)
 
 
-def write_config(home: Path, base_url: str) -> Path:
-    path = home / "config.yaml"
-    path.write_text(f"""
-providers:
-  bench: {{base_url: "{base_url}", max_retries: 0}}
-moa:
-  presets:
-    bench:
-      reference_models: [{{provider: bench, model: ref}}]
-      aggregator: {{provider: bench, model: agg}}
-      tools: none
-""")
-    return path
+def measure(kind: str, base_url: str, tokens: int, seconds: float) -> None:
+    """One run in this (fresh) process; prints the frames as JSON."""
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    os.environ["MOA_CHAT_HOME"] = tempfile.mkdtemp(prefix="moa-bench-")  # a session store of its own
+    expected = "".join(long_markdown(tokens))
+    count_in_flight()
+    frames = Frames()
+    deadline = time.monotonic() + seconds
+    if kind == "moa-chat":
+        asyncio.run(run_moa_chat(base_url, expected, frames, deadline))
+    else:
+        asyncio.run(run_pattern(kind, base_url, expected, frames, deadline))
+    print(json.dumps({"frames": frames.times, "whole": frames.whole}))
 
 
-def scenario(tokens: int, rate: float, naive: str, rounds: int, home: Path) -> None:
-    bench = Bench(tokens, rate)
-    config_path = write_config(home, bench.server.base_url)
-    rival = f"per-token {naive}"
-    results: dict[str, list[tuple[float, float]]] = {"moa-chat": [], rival: []}
-    for round_ in range(rounds):
-        for name in ("moa-chat", rival) if round_ % 2 == 0 else (rival, "moa-chat"):
-            bench.server.requests.clear()
-            gc.collect()  # the previous app's garbage is not this one's cost
-            outcome = asyncio.run(run_moa_chat(bench, config_path) if name == "moa-chat" else run_naive(bench, naive))
-            results[name].append(outcome)
-            print(f"  round {round_ + 1} {name:>18}: lag {outcome[0]:6.2f}s, total {outcome[1]:6.2f}s", file=sys.stderr)
-    bench.server.stop()
-    print(
-        f"\n{tokens} tokens at {rate:g} tok/s (the stream itself takes {tokens / rate:.1f}s), "
-        f"median of {rounds} rounds:"
+# --------------------------------------------------------------------------- the runs
+
+
+ROWS = {
+    "moa-chat": "moa-chat",
+    "pattern": "get_stream pattern",
+    "append": "per-token append",
+    "update": "per-token update",
+}
+
+
+def one_run(row: str, server: Server, tokens: int, rate: float, cap: float, env: dict[str, str]) -> dict[str, Any]:
+    kind, _, tree = row.partition("@")
+    run_env = dict(env)
+    if tree:
+        run_env["PYTHONPATH"] = tree
+    seconds = 8 + tokens / rate + cap  # start-up, the stream, and the cap
+    before = len(server.log)
+    out = subprocess.run(
+        [sys.executable, __file__, MEASURE, kind, server.base_url, str(tokens), str(seconds)],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=seconds + 30,
     )
-    medians = {
-        name: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-        for name, runs in results.items()
+    if out.returncode:
+        raise RuntimeError(f"{row} failed:\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    for _ in range(500):  # the server logs the request when it has written its last byte
+        if len(server.log) > before:
+            break
+        time.sleep(0.01)
+    if len(server.log) != before + 1:
+        raise RuntimeError(f"{row}: expected one reply from the server, it logged {len(server.log) - before}")
+    served = server.log[-1]
+    frames, whole = result["frames"], result["whole"]
+    streaming = [t for t in frames if served["first"] <= t <= (whole or served["last"])]
+    gaps = [b - a for a, b in itertools.pairwise(streaming)]
+    lag = None if whole is None or whole - served["last"] > cap else whole - served["last"]
+    return {
+        "lag": lag,
+        "gap": max(gaps, default=0.0),
+        "after": max((t for t in frames if whole is not None and t <= whole + LINGER), default=0.0) - (whole or 0.0),
+        "total": None if lag is None else whole - served["first"],
+        "frames": len(streaming),
+        "stream": served["last"] - served["first"],
     }
-    for name, (lag, total) in medians.items():
-        print(f"  {name:>18}: last render {lag:6.2f}s after the last byte, {total:6.2f}s in all")
-    (lag_ours, total_ours), (lag_rival, total_rival) = medians["moa-chat"], medians[rival]
-    print(
-        f"  {rival} / moa-chat: lag x{lag_rival / max(lag_ours, 1e-3):.0f}, total x{total_rival / total_ours:.1f}",
-        flush=True,
-    )
+
+
+def fmt(value: float | None, cap: float, unit: str = "s") -> str:
+    if value is None:
+        return f"> {cap:g} s"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def scenario(
+    tokens: int, rate: float, rows: list[str], rounds: int, cap: float, env: dict[str, str], results: list[str]
+) -> None:
+    server = Server(tokens, rate, env)
+    runs: dict[str, list[dict[str, Any]]] = {row: [] for row in rows}
+    capped: set[str] = set()
+    try:
+        for round_ in range(rounds):
+            order = rows if round_ % 2 == 0 else rows[::-1]
+            for row in order:
+                if row in capped:
+                    continue
+                run = one_run(row, server, tokens, rate, cap, env)
+                runs[row].append(run)
+                if run["lag"] is None:
+                    capped.add(row)
+                print(
+                    f"  {tokens} tok @ {rate:g}/s round {round_ + 1} {row:>22}: lag {fmt(run['lag'], cap)}, "
+                    f"gap {fmt(run['gap'], cap)}, after {fmt(run['after'], cap)} "
+                    f"({run['frames']} frames while the server took {run['stream']:.2f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        server.stop()
+    header = f"\n{tokens:,} tokens at {rate:,g} tok/s (the stream itself: {tokens / rate:.1f} s)"
+    lines = [header, f"  {'':24}{'lag':>10}{'max gap':>10}{'after':>10}{'total':>10}  runs"]
+    medians: dict[str, float | None] = {}
+    for row in rows:
+        done = runs[row]
+        if not done:
+            continue
+        lags = [r["lag"] for r in done]
+        lag = None if any(v is None for v in lags) else statistics.median(lags)
+        medians[row] = lag
+        gap = statistics.median(r["gap"] for r in done)
+        after = statistics.median(r["after"] for r in done)
+        total = None if lag is None else statistics.median(r["total"] for r in done)
+        name = ROWS.get(row.partition("@")[0], row) + (f" @{row.partition('@')[2]}" if "@" in row else "")
+        lines.append(
+            f"  {name:24}{fmt(lag, cap):>10}{fmt(gap, cap):>10}{fmt(after, cap):>10}{fmt(total, cap):>10}  {len(done)}"
+        )
+    ours = medians.get("moa-chat")
+    for row, lag in medians.items():
+        if row == "moa-chat" or ours is None:
+            continue
+        ratio = f"> x{cap / max(ours, 1e-3):.0f}" if lag is None else f"x{lag / max(ours, 1e-3):.1f}"
+        lines.append(f"  lag {ROWS.get(row.partition('@')[0], row)}{'@' if '@' in row else ''} / moa-chat: {ratio}")
+    text = "\n".join(lines)
+    results.append(text)
+    print(text, flush=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="smaller streams, one round: a smoke run")
+    parser.add_argument("--quick", action="store_true", help="two small streams, one round: a smoke run")
+    parser.add_argument("--cap", type=float, default=20.0, help="seconds after the last byte before a row gives up")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to run")
+    parser.add_argument("--only", help="run one scenario, as TOKENS@RATE")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="moa-bench-"))
-    os.environ["MOA_CHAT_HOME"] = str(home)
-    scale, rounds = (4, 1) if args.quick else (1, args.rounds)
-    # A fast provider and a long answer against the message-per-token version that appends each token;
-    # a typical rate and a short answer against the one that re-renders the whole reply per token (at
-    # 4,000 tokens that one would run for many minutes).
-    scenario(4000 // scale, 2000, "append", rounds, home)
-    scenario(400 // scale, 200, "update", rounds, home)
+    env = dict(os.environ, TEXTUAL_ANIMATIONS="none", MOA_CHAT_HOME=tempfile.mkdtemp(prefix="moa-bench-"))
+    moa = ["moa-chat", *(f"moa-chat@{tree.partition('=')[2]}" for tree in args.tree)]
+    if args.quick:
+        plan = [(400, 200, [*moa, "pattern", "update"]), (4000, 2000, [*moa, "pattern"])]
+        rounds = 1
+    else:
+        # Every rate at every length the issue names, but for the two that stream for 20 s and more at
+        # 200 tok/s. The naive rows only where they finish within the cap.
+        plan = [
+            (400, 200, [*moa, "pattern", "append", "update"]),
+            (400, 2000, [*moa, "pattern"]),
+            (400, 10000, [*moa, "pattern"]),
+            (4000, 2000, [*moa, "pattern", "append"]),
+            (4000, 10000, [*moa, "pattern"]),
+            (20000, 2000, [*moa, "pattern"]),
+            (20000, 10000, [*moa, "pattern"]),
+        ]
+        rounds = args.rounds
+    if args.only:
+        tokens, _, rate = args.only.partition("@")
+        plan = [(int(tokens), float(rate), [*moa, "pattern"])]
+    results: list[str] = []
+    started = time.monotonic()
+    for tokens, rate, rows in plan:
+        scenario(tokens, rate, rows, rounds, args.cap, env, results)
+    print(f"\n(all rows in {time.monotonic() - started:.0f} s; medians of up to {rounds} rounds)")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]), float(sys.argv[3]))
+    elif len(sys.argv) > 1 and sys.argv[1] == MEASURE:
+        measure(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    else:
+        main()

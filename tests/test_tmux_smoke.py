@@ -94,7 +94,7 @@ def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_pa
         tmux.wait_for("Ask the panel")
         tmux("send-keys", "-t", "smoke", "-l", "What files are in this folder and what does README.md say?")
         tmux("send-keys", "-t", "smoke", "Enter")
-        screen = tmux.wait_for("opens with")
+        screen = tmux.wait_for("“Smoke project”")  # the quote streams after "opens with": wait for all of it
         assert "list_directory" in screen and "read_file" in screen and "“Smoke project”" in screen
         tmux.wait_for("demo · demo:simulated-synthesizer ·")
         tmux("send-keys", "-t", "smoke", "-l", "Please write a note file about it")

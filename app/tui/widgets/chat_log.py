@@ -1,6 +1,17 @@
-"""The chat log: the conversation as it happens, following the newest text unless the user scrolled up."""
+"""The chat log: the conversation as it happens, following the newest text unless the user scrolled up.
+
+It keeps only the newest exchanges mounted (issue 12). Each widget mounted costs on every layout pass, and a
+conversation of 200 turns mounted whole took five times as long to send and show a short turn as one of 10.
+A stored session opens with its newest exchanges and mounts earlier ones a page at a time as the user scrolls
+up (EarlierMessages); a live one, whenever a reply ends with the view at the bottom, folds away the exchanges
+more than a few screens above it into the same pages, as recipes that build them again when scrolled to.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -16,6 +27,8 @@ from .reply import AssistantReply
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
+KEEP_SCREENS = 3  # a live log keeps the exchanges that fill this many screens above its bottom mounted
+KEEP_EXCHANGES = 4  # and at least this many (the last is what regenerate and edit work on)
 
 # A prompt up to WHOLE_* shows whole; a longer one shows its first SHOWN_* and how much more there is (the
 # gap, so a note never hides just a line or two). A pasted megabyte in full would bury the reply under
@@ -24,14 +37,21 @@ WHOLE_LINES, WHOLE_CHARACTERS = 60, 6_000
 SHOWN_LINES, SHOWN_CHARACTERS = 40, 4_000
 
 
+@dataclass(frozen=True)
+class Earlier:
+    """An exchange (or what came before the first) not mounted: how to build its widgets when scrolled to."""
+
+    build: Callable[[], list[Widget]]
+    exchange: bool = True  # False for notices before the first prompt: not counted as an exchange
+
+
 class ChatLog(VerticalScroll):
-    """The conversation, live and stored. A stored one opens with its newest exchanges; earlier ones are
-    mounted a page at a time when the user scrolls to the top, so a long session opens at once."""
+    """The conversation, live and stored: only the newest exchanges mounted, earlier ones a page at a time when
+    the user scrolls to the top (see the module's docstring)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._history: list[Exchange] = []
-        self._unshown = 0  # how many of the oldest stored exchanges are not mounted yet
+        self._earlier: list[Earlier] = []  # oldest first, all above the first exchange mounted
         self._paging = False
 
     def on_mount(self) -> None:
@@ -42,22 +62,26 @@ class ChatLog(VerticalScroll):
     async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
         """Replace what the log shows with a stored conversation; returns its last reply."""
         await self.remove_children()
-        self._history, self._unshown = history, max(0, len(history) - FIRST_BATCH)
+        unshown = max(0, len(history) - FIRST_BATCH)
+        self._earlier = [Earlier(partial(exchange_widgets, exchange)) for exchange in history[:unshown]]
         widgets: list[Widget] = []
-        if self._unshown:
+        if self._earlier:
             marker = EarlierMessages(classes="earlier-messages")
-            marker.show_count(self._unshown)
+            marker.show_count(self._earlier_count())
             widgets.append(marker)
-        for exchange in history[self._unshown :]:
+        for exchange in history[unshown:]:
             widgets.extend(exchange_widgets(exchange))
         await self.mount_all(widgets)
         self.scroll_end(animate=False)
         replies = [w for w in widgets if isinstance(w, AssistantReply)]
         return replies[-1] if replies else None
 
+    def _earlier_count(self) -> int:
+        return sum(earlier.exchange for earlier in self._earlier)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 and self._unshown and not self._paging:
+        if new_value <= 0 and self._earlier and not self._paging:
             self.call_later(self.show_earlier)
 
     async def on_earlier_messages_requested(self, event: EarlierMessages.Requested) -> None:
@@ -65,7 +89,7 @@ class ChatLog(VerticalScroll):
         await self.show_earlier()
 
     async def show_earlier(self) -> None:
-        if not self._unshown or self._paging:
+        if not self._earlier or self._paging:
             return
         # Mounting above the view moves it; until the view is back on what the user was reading, scroll
         # events are ours, not the user asking for more.
@@ -74,12 +98,12 @@ class ChatLog(VerticalScroll):
         children = list(self.children)
         position = children.index(marker) + 1
         first_shown = children[position] if position < len(children) else None
-        start = max(0, self._unshown - HISTORY_BATCH)
-        page = [w for exchange in self._history[start : self._unshown] for w in exchange_widgets(exchange)]
+        start = max(0, len(self._earlier) - HISTORY_BATCH)
+        page = [widget for earlier in self._earlier[start:] for widget in earlier.build()]
         await self.mount_all(page, before=first_shown)
-        self._unshown = start
-        if start:
-            marker.show_count(start)
+        del self._earlier[start:]
+        if self._earlier:
+            marker.show_count(self._earlier_count())
         else:
             await marker.remove()
         if first_shown is not None:
@@ -91,7 +115,66 @@ class ChatLog(VerticalScroll):
         self.call_after_refresh(settled)
 
     def forget_history(self) -> None:
-        self._history, self._unshown = [], 0
+        self._earlier = []
+
+    def on_assistant_reply_ended(self, event: AssistantReply.Ended) -> None:
+        # After the layout that placed the reply's footer: the heights to keep are known then.
+        self.call_after_refresh(self.fold_away)
+
+    async def fold_away(self) -> None:
+        """Unmount the exchanges far above the view, as recipes the EarlierMessages marker builds again.
+
+        Only while the view follows the bottom (a reader scrolled up keeps what they are reading, and what is
+        between), only whole exchanges, and only those made of widgets that can be built again."""
+        if self._paging or self.scroll_y < self.max_scroll_y or not self.is_mounted:
+            return
+        groups: list[list[Widget]] = []
+        for child in self.children:
+            if isinstance(child, EarlierMessages):
+                continue
+            if isinstance(child, UserMessage) or not groups:
+                groups.append([])
+            groups[-1].append(child)
+        keep_height = KEEP_SCREENS * self.scrollable_content_region.height
+        kept, height = 0, 0
+        while kept < len(groups) and (kept < KEEP_EXCHANGES or height < keep_height):
+            kept += 1
+            height += sum(widget.outer_size.height + widget.styles.margin.top for widget in groups[-kept])
+        folded: list[Earlier] = []
+        gone: list[Widget] = []
+        for group in groups[: len(groups) - kept]:
+            builds = [_recipe(widget) for widget in group]
+            if any(build is None for build in builds):
+                break  # something that cannot be built again stays, and so does everything after it
+            folded.append(Earlier(partial(_build_all, builds), exchange=isinstance(group[0], UserMessage)))
+            gone.extend(group)
+        if not gone:
+            return
+        self._earlier.extend(folded)
+        with self.app.batch_update():
+            await self.remove_children(gone)
+            markers = self.query_children(EarlierMessages)
+            if markers:
+                markers.first().show_count(self._earlier_count())
+            else:
+                marker = EarlierMessages(classes="earlier-messages")
+                marker.show_count(self._earlier_count())
+                await self.mount(marker, before=0)
+
+
+def _recipe(widget: Widget) -> Callable[[], Widget] | None:
+    """How to build `widget` again, or None if it cannot be."""
+    if isinstance(widget, UserMessage):
+        return partial(UserMessage, widget.text)
+    if isinstance(widget, Notice):
+        return partial(Notice, widget.message, widget.level)
+    if isinstance(widget, AssistantReply):
+        return widget.recipe()
+    return None
+
+
+def _build_all(builds: list[Callable[[], Widget] | None]) -> list[Widget]:
+    return [build() for build in builds if build is not None]
 
 
 def exchange_widgets(exchange: Exchange) -> list[Widget]:
@@ -142,6 +225,7 @@ class Notice(Static):
 
     def __init__(self, text: str, level: str = "info") -> None:
         super().__init__(Content(inert(text)), classes=f"notice -{level}")
+        self.message, self.level = text, level  # to build it again (ChatLog.fold_away)
 
 
 class Welcome(Static):

@@ -4,15 +4,66 @@ Textual's default parser linkifies "fuzzy" links, so `README.md` or `setup.py` i
 http://README.md (both are top-level domains). Links a model writes out (https://…, <…>, [text](url)) still
 work. Its code fences clip a long line silently: here the frame names the language and a line that does not
 fit scrolls, with a scrollbar that says so.
+
+A long streamed reply stays cheap (issue 12). A Markdown block widget costs milliseconds to mount (its CSS,
+uncached because the stylesheets style `MarkdownBlock:last-child`, and a restyle of its siblings), and every
+layout pass walks all of them: a reply of a few thousand tokens used to fall seconds behind a fast server.
+So past a few blocks a streamed ReplyMarkdown stops making a widget per block. It draws each block through a
+*stamp*: a hidden, already-styled widget tree of the same shape (a paragraph, a list of two items, a python
+fence, …) that takes the block's content, is laid out by a private compositor and drawn to lines. Finished
+blocks go into `FrozenBlocks` (one widget of fixed height showing those lines); the block still growing is a
+FrozenBlocks redrawn each batch; when the stream ends it becomes a real widget. Stamps are the same widget
+classes under the same CSS in the same place, so what is drawn is what the widgets show (tests compare them
+cell by cell). A block that needs to be a widget — a table, or a code block wider than the reply, which
+scrolls — is one, between frozen runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from textual._compositor import Compositor  # Textual is pinned (pyproject): see _Offscreen
+from textual._resolve import resolve_box_models
+from textual._styles_cache import StylesCache
 from textual.content import Content
+from textual.geometry import Region, Size, Spacing
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
 from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownBlock, MarkdownFence
+from textual.widgets._markdown import (
+    MarkdownBlock,
+    MarkdownBlockQuote,
+    MarkdownBullet,
+    MarkdownBulletList,
+    MarkdownFence,
+    MarkdownH1,
+    MarkdownH2,
+    MarkdownH3,
+    MarkdownH4,
+    MarkdownH5,
+    MarkdownH6,
+    MarkdownHorizontalRule,
+    MarkdownList,
+    MarkdownListItem,
+    MarkdownOrderedList,
+    MarkdownParagraph,
+    MarkdownTable,
+)
+
+if TYPE_CHECKING:
+    from textual.await_complete import AwaitComplete
+
+DRAW_FROM = 6  # blocks a streamed reply shows as widgets; past them it draws blocks through stamps
+RUN_LINES = 300  # a frozen run takes more blocks until it is this tall (a resize redraws a run at a time)
+STAMPS = 48  # stamps a reply keeps (one per block shape), the least recently used dropped past that
 
 
 def parser() -> MarkdownIt:
@@ -40,8 +91,583 @@ class CodeFence(MarkdownFence):
         self._title()
 
 
+# --------------------------------------------------------------------------- drawn blocks
+
+
+class FrozenBlocks(Widget):
+    """A run of Markdown blocks shown as the lines they draw to (see the module's docstring).
+
+    It sits among the blocks of its ReplyMarkdown with the first block's top margin and the last one's bottom
+    margin, so the vertical layout collapses margins around it as it would around the blocks. Links still work
+    (their click actions are in the lines). Mouse selection stays with widget blocks: the lines carry no
+    selection offsets of their own.
+    """
+
+    DEFAULT_CSS = """
+    FrozenBlocks {
+        width: 1fr;
+        height: auto;
+    }
+    """
+    ALLOW_SELECT = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[Strip] = []
+        self.source_text = ""  # the blocks' Markdown: a redraw (new width or theme) parses it again
+        self.drawn_for: tuple[int, object] = (0, None)
+        self._bottom = 0  # the last block's bottom margin
+        self._redrawing = False
+
+    def show(self, lines: list[Strip], top: int, bottom: int, drawn_for: tuple[int, object]) -> None:
+        self.lines, self._bottom, self.drawn_for = lines, bottom, drawn_for
+        self.styles.margin = Spacing(top, 0, bottom, 0)
+        self.refresh(layout=True)
+
+    def extend(self, drawn: Drawn, blank: Strip) -> None:
+        """Add a block below the others, with the space the layout would leave between them."""
+        if not self.lines:
+            self.show(drawn.lines, drawn.margin_top, drawn.margin_bottom, self.drawn_for)
+            return
+        gap = max(self._bottom, drawn.margin_top)
+        self.lines.extend([blank] * gap + drawn.lines)
+        self._bottom = drawn.margin_bottom
+        self.styles.margin = Spacing(self.styles.margin.top, 0, drawn.margin_bottom, 0)
+        self.refresh(layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines)
+
+    def render_line(self, y: int) -> Strip:
+        return self.lines[y] if 0 <= y < len(self.lines) else Strip.blank(self.outer_size.width)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        markdown = self.parent
+        if (
+            isinstance(markdown, ReplyMarkdown)
+            and not self._redrawing
+            and self.source_text
+            and self.drawn_for != (self.outer_size.width, drawing_key(self))
+        ):
+            # Drawn for another width or theme: draw it again (after this frame, not while painting it).
+            self._redrawing = True
+            self.call_later(markdown.redraw, self)
+        x, y, width, height = crop
+        blank = Strip.blank(width)
+        lines = self.lines
+        return [
+            lines[row].crop_extend(x, x + width, None) if row < len(lines) else blank for row in range(y, y + height)
+        ]
+
+    async def action_link(self, href: str) -> None:
+        """A link's click, posted as the block it was drawn from would have."""
+        if isinstance(self.parent, Markdown):
+            self.post_message(Markdown.LinkClicked(self.parent, href))
+
+
+def drawing_key(widget: Widget) -> object:
+    """What, besides the width, drawn lines depend on: the theme and how colours reach the terminal."""
+    app = widget.app
+    return (app.theme, app.ansi_color)
+
+
+@dataclass
+class Drawn:
+    """A block drawn to lines at the Markdown's content width (its horizontal margins included)."""
+
+    lines: list[Strip]
+    margin_top: int
+    margin_bottom: int
+
+
+class _Offscreen(Compositor):
+    """A compositor for widgets the screen does not lay out (stamps, in a hidden container).
+
+    Textual draws a widget at the size the screen's layout gave it (`widget.region`); a stamp has none, so
+    each widget here is drawn at the region this compositor's own layout gives it, the way Widget.render_lines
+    would draw it there.
+    """
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        for widget, (region, clip) in self.visible_widgets.items():
+            if crop is not None and not crop.overlaps(clip):
+                continue
+            visible = region.intersection(clip)
+            if not visible:
+                continue
+            x, y = visible.x - region.x, visible.y - region.y
+            lines = _render_at(widget, region.size)[y : y + visible.height]
+            yield region, clip, [line.crop(x, x + visible.width) for line in lines]
+
+
+# One cache for every drawing, emptied each time: StylesCache.get_inner_outer is an lru_cache on the method, so
+# each instance (and the lines it holds) would stay alive in it, up to 1,024 of them.
+_STYLES_CACHE = StylesCache()
+
+
+def _render_at(widget: Widget, size: Size) -> list[Strip]:
+    """`widget` drawn at `size`, as Widget.render_lines draws it at the size of its region."""
+    styles = widget.styles
+    gutter = styles.gutter
+    content_size = Size(max(0, size.width - gutter.width), max(0, size.height - gutter.height))
+    visual_style = widget.visual_style
+    strips = Visual.to_strips(widget, widget._render(), content_size.width, content_size.height, visual_style)
+    blank = Strip.blank(content_size.width, visual_style.rich_style)
+
+    def content_line(y: int) -> Strip:
+        return strips[y] if 0 <= y < len(strips) else blank
+
+    base_background, background = widget.background_colors
+    title = widget._border_title
+    subtitle = widget._border_subtitle
+    _STYLES_CACHE.clear()
+    return _STYLES_CACHE.render(
+        styles,
+        size,
+        base_background,
+        background,
+        content_line,
+        widget.get_line_filters(),
+        None if title is None else (title, *widget._get_title_style_information(base_background)),
+        None if subtitle is None else (subtitle, *widget._get_subtitle_style_information(base_background)),
+        content_size=content_size,
+        padding=styles.padding,
+        crop=size.region,
+        opacity=widget.opacity,
+        ansi_theme=widget.app.ansi_theme,
+        native_ansi=widget.app.native_ansi_color,
+    )
+
+
+# --------------------------------------------------------------------------- stamps
+
+
+def shape(block: MarkdownBlock) -> tuple[Any, ...] | None:
+    """What a stamp must match to draw `block` (its widget classes and structure), or None: draw it as a widget
+    (a table: its grid lines are drawn from the screen's regions; a block of a kind not known here)."""
+    kind = type(block)
+    if isinstance(block, MarkdownTable) or kind not in _DRAWABLE:
+        return None
+    classes = tuple(sorted(block.classes))
+    if isinstance(block, MarkdownFence):
+        return (kind, classes)
+    if isinstance(block, MarkdownList):
+        items = []
+        for item in block._blocks:
+            if not isinstance(item, MarkdownListItem):
+                return None
+            children = tuple(shape(child) for child in item._blocks)
+            if None in children:
+                return None
+            items.append(children)
+        return (kind, classes, tuple(items))
+    children = tuple(shape(child) for child in block._blocks)
+    return None if None in children else (kind, classes, children)
+
+
+def _list_symbols(block: MarkdownList) -> list[str]:
+    """The bullets MarkdownBulletList / MarkdownOrderedList.compose give the items."""
+    items = [item for item in block._blocks if isinstance(item, MarkdownListItem)]
+    if not isinstance(block, MarkdownOrderedList):
+        return [item.bullet for item in items]
+    suffix, start = ". ", 1
+    if items:
+        with contextlib.suppress(ValueError):
+            start = int(items[0].bullet)
+    numbers = range(start, start + len(items))
+    size = max((len(f"{number}{suffix}") for number in numbers), default=0)
+    return [f"{number}{suffix}".rjust(size + 1) for number in numbers]
+
+
+def _apply(stamp: Widget, block: MarkdownBlock) -> None:
+    """Make `stamp` (of the same shape) show `block`, as Markdown's own in-place updates do."""
+    if isinstance(block, MarkdownFence):
+        assert isinstance(stamp, MarkdownFence)
+        stamp._copy_context(block)
+        stamp.set_content(block._highlighted_code)
+    elif isinstance(block, MarkdownList):
+        items = [item for item in block._blocks if isinstance(item, MarkdownListItem)]
+        for row, item, symbol in zip(stamp.children, items, _list_symbols(block), strict=True):
+            bullet, column = row.children
+            assert isinstance(bullet, MarkdownBullet)
+            bullet.symbol = symbol
+            for child, part in zip(column.children, item._blocks, strict=True):
+                _apply(child, part)
+    elif block._blocks:
+        for child, part in zip(stamp.children, block._blocks, strict=True):
+            _apply(child, part)
+    else:
+        assert isinstance(stamp, MarkdownBlock)
+        stamp._token = block._token
+        stamp.set_content(block._content)
+
+
+def _forget_layout(widget: Widget) -> None:
+    """Drop what `widget` and its descendants remember of their last layout: the stamp shows new content now,
+    and the screen (which never lays stamps out) will not do it for us."""
+    for node in widget.walk_children(Widget, with_self=True):
+        node._layout_updates += 1
+        node._layout_cache.clear()
+        node._clear_arrangement_cache()
+        node.clear_cached_dimensions()
+
+
+class Drawer:
+    """Draws parsed blocks (widgets not mounted) through stamps: hidden block widgets at the front of the
+    Markdown itself, one per shape. In the same parent as the blocks they stand for, they get the same CSS;
+    hidden, the layout skips them and nothing mounted beside them restyles them; in front of every block
+    shown, none of them is the `:last-child`."""
+
+    def __init__(self, markdown: ReplyMarkdown) -> None:
+        self.markdown = markdown
+        self.stamps: OrderedDict[tuple[Any, ...], MarkdownBlock] = OrderedDict()
+        self._blank: tuple[object, Strip] | None = None
+
+    def adopt(self, widget: MarkdownBlock, form: tuple[Any, ...] | None) -> bool:
+        """Keep a block widget that was shown as the stamp for its shape, if there is none yet."""
+        if form is None or form in self.stamps:
+            return False
+        widget.display = False
+        self.stamps[form] = widget
+        return True
+
+    async def stamp(self, block: MarkdownBlock, form: tuple[Any, ...]) -> MarkdownBlock:
+        """A stamp of `form` showing `block`: the block itself, mounted, the first time a shape is seen."""
+        stamp = self.stamps.get(form)
+        if stamp is None:
+            markdown = self.markdown
+            block.display = False
+            await markdown.mount(block, before=markdown.children[0] if markdown.children else None)
+            self.stamps[form] = stamp = block
+            if len(self.stamps) > STAMPS:
+                await self.stamps.popitem(last=False)[1].remove()
+        else:
+            self.stamps.move_to_end(form)
+            _apply(stamp, block)
+        _forget_layout(stamp)
+        return stamp
+
+    @property
+    def width(self) -> int:
+        markdown = self.markdown
+        return markdown.outer_size.width - markdown.styles.gutter.width
+
+    def blank(self) -> Strip:
+        """A line of the Markdown's own background: what shows between and beside blocks."""
+        key = (self.width, drawing_key(self.markdown))
+        if self._blank is None or self._blank[0] != key:
+            self._blank = (key, _render_at(self.markdown, Size(self.width, 1))[0])
+        return self._blank[1]
+
+    async def draw(self, block: MarkdownBlock) -> Drawn | None:
+        """`block` as lines, or None if it has to be a widget (no stamp fits it, or it scrolls sideways)."""
+        form = shape(block)
+        width = self.width
+        if form is None or width <= 0:
+            return None
+        stamp = await self.stamp(block, form)
+        styles = stamp.styles
+        margin = styles.margin
+        app = self.markdown.app
+        # As the vertical layout sizes a block of its Markdown (the height does not matter: blocks are auto).
+        container, margins = Size(width, app.size.height), Size(margin.width, margin.height)
+        (box,) = resolve_box_models([styles.height], [stamp], container, app.size, margins, "height")
+        size = Size(int(box.width), int(box.height))
+        compositor = _Offscreen()
+        compositor.reflow(stamp, size)
+        for widget, geometry in compositor._full_map.items():
+            if widget.styles.overflow_x != "hidden" and geometry.virtual_size.width > geometry.container_size.width:
+                return None  # it needs to scroll: a widget
+        rows = compositor.render_strips()
+        blank = self.blank()
+        left, right = blank.crop(0, margin.left), blank.crop(margin.left + size.width, width)
+        lines = [Strip.join([left, row, right]) for row in rows]
+        return Drawn(lines, margin.top, margin.bottom)
+
+
+# --------------------------------------------------------------------------- the reply's Markdown
+
+
 class ReplyMarkdown(Markdown):
+    """A reply's Markdown. Streamed text arrives through `stream`: the last block is parsed again with what
+    arrived (as Textual's `append`, without joining and splitting the whole document each time); past DRAW_FROM
+    blocks, blocks are drawn (see the module's docstring). `end_stream` leaves the last block a widget."""
+
     BLOCKS = {**Markdown.BLOCKS, "fence": CodeFence, "code_block": CodeFence}
 
     def __init__(self, markdown: str | None = None, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(markdown, id=id, classes=classes, parser_factory=parser)
+        self._parser = parser()
+        self._tail: str | None = None  # the source from the last top-level block on: what a stream re-parses
+        self._drawer: Drawer | None = None
+        self._run: FrozenBlocks | None = None  # where finished blocks are drawn to
+        self._live: FrozenBlocks | None = None  # the growing block, drawn
+        self._live_widget: MarkdownBlock | None = None  # or, if it cannot be drawn, the growing block's widget
+
+    @contextlib.contextmanager
+    def _batch(self) -> Iterator[None]:
+        """Changes the screen shows together (App.batch_update), then a nudge to the screen: Textual's batch end
+        wakes the app, not the screen, whose update timer stays paused after a refresh it skipped, so the frame
+        would wait for the next message to reach the screen (a few hundred milliseconds while streaming)."""
+        with self.app.batch_update():
+            yield
+        self.screen.check_idle()
+
+    @property
+    def drawing(self) -> bool:
+        return self._drawer is not None
+
+    def update(self, markdown: str) -> AwaitComplete:
+        self._tail, self._drawer = None, None  # Textual's update removes every block, stamps too
+        self._run = self._live = self._live_widget = None
+        drawn = self.query_children(FrozenBlocks)
+        if drawn:
+            drawn.remove()  # Textual's update replaces the MarkdownBlocks only
+        return super().update(markdown)
+
+    async def stream(self, fragment: str) -> None:
+        """Append `fragment` to the document (once mounted: `await mount(...)` has built the first blocks)."""
+        async with self.lock:
+            if self._tail is None:
+                self._tail = "".join(self._markdown.splitlines(keepends=True)[self._last_parsed_line :])
+            self._markdown += fragment
+            self._tail += fragment
+            self._table_of_contents = None
+            tail_lines, first_line = self._tail.splitlines(keepends=True), self._last_parsed_line
+            blocks, starts = self._parse_tail()
+            if self._drawer is None:
+                shown = sum(isinstance(child, MarkdownBlock) for child in self.children)
+                if shown + len(blocks) - 1 > DRAW_FROM:  # the last block shown takes the first one parsed
+                    await self._start_drawing(first_line)
+            if self._drawer is None:
+                await self._append_widgets(blocks)
+            else:
+                await self._draw(blocks, starts, tail_lines, first_line)
+
+    def _parse_tail(self) -> tuple[list[MarkdownBlock], list[int]]:
+        """The blocks in the tail (not mounted) and the line each starts on (within the tail); moves the tail on
+        to the last block."""
+        assert self._tail is not None
+        tokens = self._parser.parse(self._tail)
+        start_line = self._last_parsed_line
+        blocks = list(self._parse_markdown(tokens))
+        starts = [block.source_range[0] for block in blocks]
+        for block in blocks:
+            start, end = block.source_range
+            block.source_range = (start + start_line, end + start_line)
+        for token in reversed(tokens):
+            if token.map is not None and token.level == 0:
+                if token.map[0]:
+                    self._last_parsed_line += token.map[0]
+                    self._tail = "".join(self._tail.splitlines(keepends=True)[token.map[0] :])
+                break
+        return blocks, starts
+
+    async def _append_widgets(self, new_blocks: list[MarkdownBlock]) -> None:
+        """Textual's append: the last block widget takes the first block parsed, the others are mounted."""
+        last = self.children[-1] if self.children else None
+        with self._batch():
+            if isinstance(last, MarkdownBlock) and new_blocks:
+                last.source_range = new_blocks[0].source_range
+                try:
+                    await last._update_from_block(new_blocks[0])
+                except IndexError:  # as Textual's append: a block that cannot take the update stays
+                    pass
+                else:
+                    new_blocks = new_blocks[1:]
+            if new_blocks:
+                await self.mount_all(new_blocks)
+
+    async def _start_drawing(self, first_line: int) -> None:
+        """From widgets to drawn blocks: the finished blocks shown so far (the text before `first_line`) are
+        drawn too, their widgets kept hidden as the first stamps (so the switch mounts nothing new), the others
+        removed: a block widget shown is restyled whenever anything is mounted beside it (for `:last-child`),
+        which would make each new run as dear as a block."""
+        if self.outer_size.width <= 0:
+            await laid_out(self)  # mounted, not laid out yet: drawing needs the width
+            if self.outer_size.width <= 0:
+                return
+        drawer = self._drawer = Drawer(self)
+        widgets = [child for child in self.children if isinstance(child, MarkdownBlock)]
+        lines = self._markdown.splitlines(keepends=True)[:first_line]
+        blocks = self._widgets("".join(lines), 0)
+        starts = [block.source_range[0] for block in blocks] + [first_line]
+        with self._batch():
+            self._live = FrozenBlocks()
+            await self.mount(self._live)  # last: no block widget is the last child any more
+            gone = widgets[-1:]  # the growing block: its shape is still changing
+            finished = widgets[:-1] if len(widgets) - 1 == len(blocks) else []
+            for widget, block in zip(finished, blocks, strict=False):
+                if drawer.adopt(widget, shape(block)):
+                    widget.update_node_styles()  # styled as it is now: not the last child
+                else:
+                    gone.append(widget)
+            gone.extend(widget for widget in widgets[:-1] if widget not in finished)
+            for index, block in enumerate(blocks):
+                start, end = starts[index], starts[index + 1]
+                await self._freeze(await drawer.draw(block), "".join(lines[start:end]), start)
+            await self.remove_children(gone)
+
+    async def _draw(self, blocks: list[MarkdownBlock], starts: list[int], lines: list[str], first_line: int) -> None:
+        """Draw the finished blocks onto the run and the growing one as the live block (`lines`: the tail they
+        were parsed from, starting at `first_line`; `starts`: where each block starts in it)."""
+        drawer = self._drawer
+        assert drawer is not None
+        if not blocks:
+            return
+        # Draw first (a new shape mounts a stamp: hidden, nothing on screen changes), then show it all at once.
+        finished = []
+        for index, block in enumerate(blocks[:-1]):
+            start, end = starts[index], starts[index + 1]
+            finished.append((await drawer.draw(block), "".join(lines[start:end]), first_line + start))
+        live = await drawer.draw(blocks[-1])
+        run, key = self._run, (drawer.width, drawing_key(self))
+        if (
+            live is not None
+            and self._live is not None
+            and self._live_widget is None
+            and all(drawn is not None for drawn, _, _ in finished)
+            and (not finished or (run is not None and run.drawn_for == key and len(run.lines) < RUN_LINES))
+        ):
+            # The usual batch: nothing to mount or remove, so no await, and no frame can fall in between.
+            blank = drawer.blank()
+            for drawn, source, _ in finished:
+                assert run is not None and drawn is not None
+                run.extend(drawn, blank)
+                run.source_text += source
+            self._live.show(live.lines, live.margin_top, live.margin_bottom, key)
+            return
+        with self._batch():
+            for drawn, source, start in finished:
+                await self._freeze(drawn, source, start)
+            await self._show_live(live)
+
+    def _widgets(self, source: str, first_line: int) -> list[MarkdownBlock]:
+        """Fresh block widgets for `source` (the parsed ones may be stamps by now)."""
+        blocks = list(self._parse_markdown(self._parser.parse(source)))
+        for block in blocks:
+            start, end = block.source_range
+            block.source_range = (start + first_line, end + first_line)
+        return blocks
+
+    async def _freeze(self, drawn: Drawn | None, source: str, first_line: int) -> None:
+        """A finished block (`source`, starting at `first_line`): drawn onto the run, or a widget for good."""
+        drawer = self._drawer
+        assert drawer is not None
+        live_widget, self._live_widget = self._live_widget, None
+        if drawn is None:
+            widgets = self._widgets(source, first_line)
+            if live_widget is not None and widgets and type(live_widget) is type(widgets[0]):
+                await live_widget._update_from_block(widgets[0])  # a table takes its last rows in place
+                widgets = widgets[1:]
+            elif live_widget is not None:
+                await live_widget.remove()
+            if widgets:
+                await self.mount_all(widgets, before=self._live)
+            self._run = None  # what follows starts a new run, below the widget
+            return
+        if live_widget is not None:
+            await live_widget.remove()
+        key = (drawer.width, drawing_key(self))
+        run = self._run
+        if run is None or run.drawn_for != key or len(run.lines) >= RUN_LINES:
+            run = self._run = FrozenBlocks()
+            run.drawn_for = key
+            await self.mount(run, before=self._live)
+        run.extend(drawn, drawer.blank())
+        run.source_text += source
+
+    async def _show_live(self, drawn: Drawn | None) -> None:
+        """The growing block: drawn (most blocks), or a widget updated in place (a table)."""
+        drawer = self._drawer
+        assert drawer is not None and self._tail is not None
+        if drawn is None:
+            if self._live is not None:
+                await self._live.remove()
+                self._live = None
+            widgets = self._widgets(self._tail, self._last_parsed_line)
+            widget = self._live_widget
+            if widget is not None and widgets and type(widget) is type(widgets[0]):
+                await widget._update_from_block(widgets[0])
+            else:
+                if widget is not None:
+                    await widget.remove()
+                self._live_widget = widgets[0] if widgets else None
+                if widgets:
+                    await self.mount_all(widgets)
+            return
+        if self._live_widget is not None:
+            await self._live_widget.remove()
+            self._live_widget = None
+        if self._live is None:
+            self._live = FrozenBlocks()
+            await self.mount(self._live)
+        self._live.show(drawn.lines, drawn.margin_top, drawn.margin_bottom, (drawer.width, drawing_key(self)))
+
+    async def end_stream(self) -> None:
+        """The stream is over: the last block becomes a widget (styled as the last child, live to the mouse)."""
+        async with self.lock:
+            if self._live is None or self._tail is None:
+                return
+            widgets = self._widgets(self._tail, self._last_parsed_line)
+            with self._batch():
+                await self._live.remove()
+                self._live = None
+                if widgets:
+                    await self.mount_all(widgets)
+
+    async def redraw(self, frozen: FrozenBlocks) -> None:
+        """Draw a run again, at the width and in the theme there are now (or, if a block in it can no longer be
+        drawn, make the run widgets)."""
+        async with self.lock:
+            frozen._redrawing = False
+            if frozen.parent is not self or not frozen.source_text or self.outer_size.width <= 0:
+                return
+            if self._drawer is None:
+                self._drawer = Drawer(self)
+            drawer = self._drawer
+            drawn = [await drawer.draw(block) for block in self._widgets(frozen.source_text, 0)]
+            if None in drawn:
+                with self._batch():
+                    await self.mount_all(self._widgets(frozen.source_text, 0), before=frozen)
+                    await frozen.remove()
+                if self._run is frozen:
+                    self._run = None
+                return
+            run = FrozenBlocks()
+            blank = drawer.blank()
+            for each in drawn:
+                assert each is not None
+                run.extend(each, blank)
+            frozen.show(run.lines, run.styles.margin.top, run._bottom, (drawer.width, drawing_key(self)))
+
+
+# The blocks a stamp can draw (a table cannot: its grid lines are drawn from the screen's regions).
+_DRAWABLE: frozenset[type] = frozenset(
+    {
+        *(MarkdownH1, MarkdownH2, MarkdownH3, MarkdownH4, MarkdownH5, MarkdownH6),
+        *(MarkdownHorizontalRule, MarkdownParagraph, MarkdownBlockQuote, MarkdownBulletList, MarkdownOrderedList),
+        CodeFence,
+    }
+)
+
+
+async def laid_out(widget: Widget, timeout: float = 0.5) -> None:
+    """Wait for the screen's next layout (done and painted), or `timeout` seconds.
+
+    Not `call_after_refresh`: its callback can run before the layout a change asked for (a widget posts its
+    layout request only when its own queue is idle).
+    """
+    done = asyncio.get_running_loop().create_future()
+
+    def on_layout(_: object) -> None:
+        if not done.done():
+            done.set_result(None)
+
+    signal = widget.screen.screen_layout_refresh_signal
+    signal.subscribe(widget, on_layout, immediate=True)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done, timeout)
+    finally:
+        signal.unsubscribe(widget)

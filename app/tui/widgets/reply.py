@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +15,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
@@ -24,20 +27,85 @@ CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 
 
 class _Segment:
-    """One run of streamed text between tool blocks: the reply's text from `start` on."""
+    """One run of streamed text between tool blocks (the reply's text from `start` on), and the task that hands
+    it to its Markdown: whatever arrived since the last batch, one batch per frame, so the batch size follows
+    how fast the screen keeps up (Textual's MarkdownStream appends back to back instead, and its batches grow
+    until each one re-lays out the whole reply). Between batches, the blocks the stream has left behind are
+    frozen (ReplyMarkdown.freeze), so that a batch costs the same at the end of a long reply as at its start."""
 
-    def __init__(self, widget: Markdown, start: int) -> None:
+    def __init__(self, widget: ReplyMarkdown, start: int) -> None:
         self.widget = widget
         self.start = start
-        self.stream: MarkdownStream = Markdown.get_stream(widget)
+        self._pending: list[str] = []
+        self._wake = asyncio.Event()
+        self._busy = False
+        self._closing = False
+        self._batch = BATCH_CHARACTERS[0]
+        self._task = asyncio.create_task(self._run())
+
+    def write(self, text: str) -> None:
+        self._pending.append(text)
+        self._wake.set()
+
+    @property
+    def settled(self) -> bool:
+        """Whether everything written so far is in the Markdown's blocks."""
+        return not self._pending and not self._busy
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            started = time.monotonic()
+            if self._pending:
+                text = "".join(self._pending)
+                self._pending.clear()
+                if len(text) > self._batch and not self._closing:
+                    # More than a frame's worth: the rest waits for the next batch, after this one is shown.
+                    text, rest = text[: self._batch], text[self._batch :]
+                    self._pending.append(rest)
+                    self._wake.set()
+                self._busy = True
+                try:
+                    await self.widget.stream(text)
+                finally:
+                    self._busy = False
+                self._pace(len(text), time.monotonic() - started)
+            if self._closing:
+                # The turn is over: what is left goes in one batch, at once (whoever closes the segment may be
+                # holding up the screen's messages, so no frame could come while we waited for one).
+                if not self._pending:
+                    return
+                continue
+            # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next.
+            await asyncio.sleep(max(0.0, started + BATCH_PERIOD - time.monotonic()))
+
+    def _pace(self, characters: int, seconds: float) -> None:
+        """Size the next batch to take about BATCH_SECONDS, judging by this one (a new kind of block, or the
+        switch to drawn blocks, costs more than the rest: the size follows, both ways)."""
+        if characters < self._batch and seconds < BATCH_SECONDS:
+            return  # a small batch says little about a full one
+        low, high = BATCH_CHARACTERS
+        wanted = characters * BATCH_SECONDS / max(seconds, 1e-3)
+        self._batch = int(min(high, max(low, (self._batch + wanted) / 2)))
 
     async def close(self, reply_text: str) -> None:
-        await self.stream.stop()
-        # The stream batches fragments; make sure what is shown is exactly what arrived.
+        self._closing = True
+        self._wake.set()
+        await self._task
+        await self.widget.end_stream()
+        # What is shown must be exactly what arrived (it is; a mismatch would be a bug, so render it whole).
         text = reply_text[self.start :]
         if self.widget.source != text:
             await self.widget.update(text)
 
+    def cancel(self) -> None:
+        self._task.cancel()
+
+
+BATCH_PERIOD = 1 / 30  # streamed text goes to the Markdown at most this often: a batch per frame or two
+BATCH_SECONDS = 0.04  # the time one batch should take at most, so that frames keep coming
+BATCH_CHARACTERS = (400, 40_000)  # the smallest and largest batch (the first is the smallest)
 
 _MARKS = {"interrupted": "cut_off"}  # how a reply's border shows its end (chat.tcss)
 
@@ -66,11 +134,25 @@ class ReplyMeta(Static):
         self.post_message(self.Clicked())
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What a finished reply showed, to build it again after the log folded it away (chat_log.py)."""
+
+    text: str
+    parts: tuple[str | ToolCallEvent, ...]  # its text runs and tool calls, in order
+    ended: tuple[str, str | None, float | None, int, str | None]  # as AssistantReply._end took it
+    panel: tuple[PanelAnswer, ...]
+    version: tuple[int, int]
+
+
 class AssistantReply(Vertical):
     class PanelRequested(Message):
         def __init__(self, reply: AssistantReply) -> None:
             super().__init__()
             self.reply = reply
+
+    class Ended(Message):
+        """The reply has ended (its footer is on): the log may fold away what is far above it."""
 
     def __init__(self, preset_name: str, aggregator: str, references: int) -> None:
         super().__init__(classes="assistant-reply")
@@ -80,12 +162,19 @@ class AssistantReply(Vertical):
         self.version: tuple[int, int] = (1, 1)
         self._facts: list[str] = []
         self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
+        self._shown: _Shown | None = None  # set when built again from what it showed
+        self._parts: list[str | ToolBlock] = []  # the text runs (once closed) and tool blocks, in order
+        self._ended: tuple[str, str | None, float | None, int, str | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
         self._tools: dict[str, ToolBlock] = {}
         self.finished = False
 
     def compose(self) -> ComposeResult:
+        if self._shown is not None:
+            yield Static(self._header(None), classes="reply-header")
+            yield from self._shown_widgets(self._shown)
+            return
         if self._saved is not None:
             yield Static(self._header(None), classes="reply-header")
             yield from self._saved_widgets(*self._saved)
@@ -114,11 +203,21 @@ class AssistantReply(Vertical):
             await self.mount(widget)
             self._segment = _Segment(widget, len(self.text))
         self.text += text
-        await self._segment.stream.write(text)
+        self._segment.write(text)
+
+    @property
+    def settled(self) -> bool:
+        """Whether all the text that arrived is in the widgets (for benches and tests: bench/stream_render.py)."""
+        return self._segment is None or self._segment.settled
+
+    def on_unmount(self) -> None:
+        if self._segment is not None:  # removed mid-stream (the app quit, the log was cleared)
+            self._segment.cancel()
 
     async def _close_segment(self) -> None:
         if self._segment is not None:
             await self._segment.close(self.text)
+            self._parts.append(self.text[self._segment.start :])
             self._segment = None
 
     async def tool_event(self, event: ToolCallEvent) -> None:
@@ -129,6 +228,7 @@ class AssistantReply(Vertical):
             await self._close_segment()
             block = ToolBlock(event)
             self._tools[key] = block
+            self._parts.append(block)
             self.set_status(None)
             await self.mount(block)
         else:
@@ -144,8 +244,10 @@ class AssistantReply(Vertical):
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
     ) -> None:
         self.set_status(None)
+        self._ended = (status, error, seconds, tokens, warning)
         await self.mount_all(self._ending(status, error, seconds, tokens, warning))
         self._mark(_MARKS.get(status, status))
+        self.post_message(self.Ended())
 
     def _ending(
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
@@ -194,10 +296,56 @@ class AssistantReply(Vertical):
         label = f"{aggregator.get('provider', '?')}:{aggregator.get('model', '?')}" if aggregator else "?"
         references = len([r for r in preset.get("reference_models") or [] if r.get("enabled", True)])
         reply = cls(turn.preset if turn else "", label, references)
-        reply._saved = (exchange_reply, turn)
+        reply._saved = (exchange_reply, turn)  # and how to build it again (recipe)
         status = turn.status if turn else "ok"
         reply.add_class(f"-{_MARKS.get(status, status)}")
         return reply
+
+    def recipe(self) -> Callable[[], AssistantReply] | None:
+        """How to build this reply again as it is now (None while it is not finished)."""
+        if not self.finished:
+            return None
+        if self._saved is not None:
+            messages, turn = self._saved
+            version = self.version
+
+            def saved() -> AssistantReply:
+                reply = AssistantReply.saved(messages, turn)
+                reply.version = version
+                return reply
+
+            return saved
+        if self._shown is not None:
+            shown = dataclasses.replace(self._shown, version=self.version)
+        elif self._ended is not None:
+            parts = tuple(part.event if isinstance(part, ToolBlock) else part for part in self._parts)
+            shown = _Shown(self.text, parts, self._ended, self.panel, self.version)
+        else:
+            return None
+        header = (self.preset_name, self.aggregator, self.references)
+        classes = [name for name in self.classes if name.startswith("-")]
+
+        def build() -> AssistantReply:
+            reply = AssistantReply(*header)
+            reply._shown = shown
+            reply.add_class(*classes)
+            return reply
+
+        return build
+
+    def _shown_widgets(self, shown: _Shown) -> list[Widget]:
+        self.text, self.panel, self.version = shown.text, shown.panel, shown.version
+        self._ended = shown.ended
+        widgets: list[Widget] = []
+        for part in shown.parts:
+            if isinstance(part, str):
+                widgets.append(ReplyMarkdown(part, classes="reply-markdown"))
+            else:
+                block = ToolBlock(part)
+                self._tools[f"{part.iteration}:{part.call_id}"] = block
+                self._parts.append(block)
+                widgets.append(block)
+        return [*widgets, *self._ending(*shown.ended)]
 
     def _saved_widgets(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> list[Widget]:
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}

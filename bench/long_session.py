@@ -1,0 +1,347 @@
+"""Does a long conversation slow the chat down? A live session at turn 200 against the same at turn 10, one run.
+
+A fake OpenAI-compatible server in a process of its own answers at once: a reference's short advice, and the
+aggregator's reply of a paragraph, a list and a small code block, as a typical short turn. Two chat apps run
+headless, each in its own process, and each first talks its way to its turn count through the real UI (a
+prompt typed, Enter, the reply awaited): 10 turns, and 200. Then, round after round and alternately (so noise
+on the shared machine hits both alike), each measures, by the frames it hands to its driver:
+
+- send and render: Enter pressed on a prompt → the first frame showing the finished reply (footer included);
+- key: a letter typed into the prompt → the first frame after it;
+- PgUp: the log paged up → the first frame after it (then back to the bottom);
+
+and reports its RSS and the widgets mounted. The summary gives medians and the turn-200 / turn-10 ratios.
+
+    python bench/long_session.py [--rounds 3] [--quick] [--turns 10,200] [--profile PATH] [--patch-footer]
+
+--profile writes a cProfile of one send-and-render at the higher turn count (pstats, to PATH).
+--patch-footer applies, in the sessions only, the fix proposed for Textual's Footer (it keeps every FooterKey
+it ever composed alive through a data binding; the chat recomposes it twice a turn): see README, Performance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPLY = (
+    "Here is what the panel makes of it:\n\n"
+    "1. **Measure first** — profile before changing anything; the slow part is rarely where you think.\n"
+    "2. **Cache what repeats** — a TTL cache keyed by the request keeps the common case fast.\n\n"
+    "```python\ndef cached(key, fetch, ttl=300):\n    hit = store.get(key)\n    return hit if hit else fetch()\n```\n\n"
+    "Run it on one real example, then ask a follow-up."
+)
+
+
+def serve() -> None:
+    """The fake server: prints its URL, serves until stdin closes."""
+    from moa_chat.providers.loopback_server import OpenAICompatibleServer, Reply
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if body.get("model") == "agg":
+            return Reply(text=REPLY)
+        return Reply(text="Measure, then cache what repeats.")
+
+    server = OpenAICompatibleServer(respond).start()
+    print(json.dumps({"base_url": server.base_url}), flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+# --------------------------------------------------------------------------- one session (own process)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def patch_footer() -> None:
+    from textual.widgets import Footer
+
+    recompose = Footer.recompose
+
+    async def pruned(self: Footer) -> None:
+        await recompose(self)
+        watchers = getattr(self, "__watchers", {}).get("compact")
+        if watchers:
+            watchers[:] = [(node, callback) for node, callback in watchers if node.is_attached]
+
+    Footer.recompose = pruned  # type: ignore[method-assign]
+
+
+async def session(base_url: str, turns: int, profile: str | None) -> None:
+    from moa_chat.config import load_config
+    from moa_chat.tui.app import MoAChatApp
+    from moa_chat.tui.screens.chat import ChatScreen
+    from moa_chat.tui.widgets.chat_log import ChatLog, UserMessage
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.reply import AssistantReply
+
+    home = Path(os.environ["MOA_CHAT_HOME"])
+    path = home / "config.yaml"
+    path.write_text(
+        "providers:\n"
+        f'  bench: {{base_url: "{base_url}", max_retries: 0}}\n'
+        "moa:\n  presets:\n    bench:\n"
+        "      reference_models: [{provider: bench, model: ref}]\n"
+        "      aggregator: {provider: bench, model: agg}\n"
+        "      tools: none\n"
+    )
+    watch: dict[str, Any] = {"condition": None, "at": None, "also": None, "also_at": None, "done_at": None}
+
+    class FrameTimedApp(MoAChatApp):
+        def _display(self, screen: Any, renderable: Any) -> None:
+            if renderable is not None and not self._batch_count:
+                renderable.render_segments(self.console)  # what a real driver does with it: its cost counts
+                now = time.monotonic()
+                for name in ("condition", "also"):
+                    at = "at" if name == "condition" else "also_at"
+                    condition = watch[name]
+                    if condition is not None and watch[at] is None and condition():
+                        watch[at] = now
+            super()._display(screen, renderable)
+
+    turn_done = ChatScreen.on_turn_done
+
+    async def timed_turn_done(self: ChatScreen, message: Any) -> None:
+        watch["done_at"] = time.monotonic()  # the turn's result reaches the UI: what follows is the UI's work
+        await turn_done(self, message)
+
+    ChatScreen.on_turn_done = timed_turn_done  # type: ignore[method-assign]
+
+    config = load_config(path)
+    app = FrameTimedApp(config, config.preset("bench"), theme="textual-dark", remember_theme=False)
+    app.animation_level = "none"
+    loop = asyncio.get_running_loop()
+
+    def expect(condition: Any) -> None:
+        """From now on, note the first frame handed to the driver while `condition` holds."""
+        watch["condition"], watch["at"] = condition, None
+
+    async def frame_after(started: float, timeout: float = 30.0) -> float:
+        """Seconds from `started` to the first frame that showed what `expect` was told to wait for."""
+        deadline = time.monotonic() + timeout
+        while watch["at"] is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no frame showed it")
+            await asyncio.sleep(0.001)
+        watch["condition"] = None
+        return float(watch["at"]) - started
+
+    def press(key: str, character: str | None = None) -> None:
+        """A key as a terminal's driver hands it over (Pilot.press would then wait on every widget mounted: a
+        cost of the test harness that grows with the widget count, which is not what is measured here)."""
+        from textual import events
+
+        assert app._driver is not None
+        app._driver.send_message(events.Key(key, character).set_sender(app))
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.cursor_blink = False
+        log = app.query_one(ChatLog)
+        sent = [0]
+
+        parts: dict[str, float] = {}
+
+        async def turn() -> float:
+            replies = app.query(AssistantReply)
+            last = replies.last() if replies else None  # (the log may fold earlier replies away: not a count)
+            prompt.focus()
+            sent[0] += 1
+            text = f"Question {sent[0]}: how do I speed this up?"
+            prompt.load_text(text)
+
+            def asked() -> bool:
+                found = app.query(UserMessage)
+                return bool(found) and found.last().text == text and app.chat.turn_running
+
+            def finished() -> bool:
+                found = app.query(AssistantReply)
+                return bool(found) and found.last() is not last and found.last().finished and not app.chat.turn_running
+
+            expect(finished)
+            watch["also"], watch["also_at"] = asked, None
+            started, cpu = time.monotonic(), time.thread_time()
+            press("enter", "\r")
+            seconds = await frame_after(started)
+            parts["ui_cpu"] = time.thread_time() - cpu  # the UI thread's own CPU time over the turn
+            # The UI's own share: Enter to the prompt in the log, and the result's arrival to the reply's end.
+            parts["send"] = (watch["also_at"] or started) - started
+            parts["render"] = started + seconds - watch["done_at"]
+            watch["also"] = None
+            await pilot.pause()
+            return seconds
+
+        for _ in range(turns):
+            await turn()
+        print(json.dumps({"ready": turns}), flush=True)
+        while True:
+            command = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+            if not command or command == "quit":
+                break
+            if command == "profile" and profile:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
+                await turn()
+                profiler.disable()
+                profiler.dump_stats(profile)
+                print(json.dumps({"profiled": profile}), flush=True)
+                continue
+            result: dict[str, float] = {"send_and_render": await turn(), **parts}
+            await pilot.pause()
+            prompt.focus()
+            before = prompt.text
+            expect(lambda before=before: prompt.text != before)
+            started = time.monotonic()
+            press("x", "x")
+            result["key"] = await frame_after(started)
+            prompt.load_text("")
+            await pilot.pause()
+            y = log.scroll_y
+            expect(lambda y=y: log.scroll_y != y)
+            started = time.monotonic()
+            press("pageup")
+            result["pgup"] = await frame_after(started)
+            await pilot.press("ctrl+end")
+            await pilot.pause()
+            result["rss_mb"] = rss_mb()
+            result["widgets"] = len(list(app.screen.walk_children()))
+            result["turn"] = sent[0]
+            print(json.dumps(result), flush=True)
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+class Session:
+    def __init__(self, base_url: str, turns: int, env: dict[str, str], profile: str | None, patch: bool) -> None:
+        home = tempfile.mkdtemp(prefix="moa-bench-")
+        argv = [sys.executable, __file__, "--session", base_url, str(turns), *(["--patch-footer"] if patch else [])]
+        if profile:
+            argv += ["--profile", profile]
+        self.turns = turns
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**env, "MOA_CHAT_HOME": home}
+        )
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.turns}-turn session ended (exit {self.process.wait()})")
+        return json.loads(line)
+
+    def send(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("quit\n")
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="5 turns against 40, one round: a smoke run")
+    parser.add_argument("--turns", default="10,200", help="the two turn counts (default 10,200)")
+    parser.add_argument("--profile", help="cProfile one send-and-render of the longer session into this file")
+    parser.add_argument("--patch-footer", action="store_true", help="with the proposed Footer fix (see above)")
+    parser.add_argument("--session", nargs=2, metavar=("URL", "TURNS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.session:
+        os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+        if args.patch_footer:
+            patch_footer()
+        asyncio.run(session(args.session[0], int(args.session[1]), args.profile))
+        return
+    short, long = (5, 40) if args.quick else tuple(int(n) for n in args.turns.split(","))
+    rounds = 1 if args.quick else args.rounds
+    env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert server.stdout is not None
+    base_url = json.loads(server.stdout.readline())["base_url"]
+    started = time.monotonic()
+    sessions = {
+        short: Session(base_url, short, env, None, args.patch_footer),
+        long: Session(base_url, long, env, args.profile, args.patch_footer),
+    }
+    try:
+        # Both talk their way to their turn count at once (not measured); then the rounds alternate.
+        ready: dict[int, dict[str, Any]] = {}
+        threads = [threading.Thread(target=lambda s=s: ready.__setitem__(s.turns, s.read())) for s in sessions.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(f"sessions at {short} and {long} turns after {time.monotonic() - started:.0f} s", file=sys.stderr)
+        results: dict[int, list[dict[str, float]]] = {short: [], long: []}
+        for round_ in range(rounds):
+            for turns in (short, long) if round_ % 2 == 0 else (long, short):
+                outcome = sessions[turns].send("measure")
+                results[turns].append(outcome)
+                print(f"  round {round_ + 1}, {turns} turns: {outcome}", file=sys.stderr, flush=True)
+        if args.profile:
+            sessions[long].send("profile")
+    finally:
+        for one in sessions.values():
+            one.close()
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+    keys = ("send_and_render", "send", "render", "ui_cpu", "key", "pgup", "rss_mb", "widgets")
+    median = {turns: {key: statistics.median(r[key] for r in runs) for key in keys} for turns, runs in results.items()}
+    print(f"A live session at turn {short} and at turn {long} (median of {rounds} rounds, alternating):")
+    print("(send+render: Enter to the frame showing the finished reply, models included; of which the UI's own")
+    print(" share: send, Enter to the frame showing the prompt; render, the result's arrival to the reply's end;")
+    print(" UI CPU, the CPU time the UI thread used over the whole turn)")
+    columns = ("send", "render", "ui_cpu", "key", "pgup")
+    head = "".join(f"{name:>9}" for name in ("send", "render", "UI CPU", "key", "PgUp", "RSS", "widgets"))
+    print(f"{'':12}{'send+render':>13}{head}")
+    for turns, figures in median.items():
+        times = "".join(f"{figures[key] * 1000:>7.0f}ms" for key in columns)
+        print(
+            f"{f'turn {turns}':12}{figures['send_and_render'] * 1000:>11.0f}ms{times}"
+            f"{figures['rss_mb']:>7.0f}MB{figures['widgets']:>9.0f}"
+        )
+    a, b = median[short], median[long]
+    ratios = ", ".join(
+        f"{name} ×{b[key] / a[key]:.2f}"
+        for name, key in (
+            ("send+render", "send_and_render"),
+            ("send", "send"),
+            ("render", "render"),
+            ("UI CPU", "ui_cpu"),
+            ("key", "key"),
+        )
+    )
+    rest = f"PgUp ×{b['pgup'] / a['pgup']:.2f}, RSS ×{b['rss_mb'] / a['rss_mb']:.2f}"
+    print(f"turn {long} / turn {short}: {ratios}, {rest}, widgets ×{b['widgets'] / a['widgets']:.2f}")
+    print(f"(all in {time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        serve()
+    else:
+        main()

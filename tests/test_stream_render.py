@@ -1,0 +1,225 @@
+"""Issue 12, streaming and long conversations: a streamed reply looks exactly like the same text rendered in one go
+(drawn blocks included), and a long conversation keeps a bounded number of widgets mounted."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from moa_chat.providers.loopback_server import Reply
+from moa_chat.tui.app import stylesheet_paths
+from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
+from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown
+from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
+from textual.app import App, ComposeResult
+from textual.strip import Strip
+from tui_helpers import make_app, send, wait_until
+
+# Every kind of block a model writes, some twice in a row and nested, so that most of it is drawn rather than
+# shown as widgets; and a table and a code line too wide for the reply, which stay widgets among drawn blocks.
+CORPUS = """# A heading
+
+An opening paragraph with **bold**, *emphasis*, `inline code`, ~~struck~~ text and
+[a link](https://example.com/x), long enough to wrap across more than one line of the reply at this width.
+
+## Second level
+
+- a bullet
+- another, with `code`
+  - nested bullet
+  - nested again
+- last bullet
+
+1. first
+2. second
+3. third
+
+```python
+def handler(event):
+    return {"ok": True, "event": event}
+```
+
+> A quoted remark, with *emphasis*, that is long enough to wrap onto a second line at this width of screen.
+
+---
+
+### Third level
+
+| rate | tokens |
+| --- | --- |
+| 200 | 400 |
+| 2000 | 4000 |
+
+Plain paragraph after the table.
+
+```
+a bare fence whose only line is far too long to fit in the frame of the reply at this width, so it scrolls sideways
+```
+
+#### Fourth level
+
+8. eight
+9. nine
+10. ten
+
+Closing words.
+"""
+
+
+class LogApp(App[None]):
+    CSS_PATH = stylesheet_paths()
+
+    def compose(self) -> ComposeResult:
+        yield ChatLog(id="chat-log")
+
+
+def cells(strips: list[Strip]) -> list[list[tuple[str, object]]]:
+    """What each cell shows: its character, colours and attributes, and the action a click on it runs."""
+    rows = []
+    for strip in strips:
+        row = []
+        for text, style, _ in strip:
+            key = None
+            if style is not None:
+                meta = style.meta if style._meta else {}
+                key = (
+                    style.color,
+                    style.bgcolor,
+                    style.bold,
+                    style.italic,
+                    style.underline,
+                    style.strike,
+                    style.dim,
+                    style.reverse,
+                    meta.get("@click"),
+                )
+            row.extend((char, key) for char in text)
+        rows.append(row)
+    return rows
+
+
+def shown(app: App[None], widget: ReplyMarkdown) -> list[list[tuple[str, object]]]:
+    region = widget.region
+    screen = app.screen._compositor.render_strips()
+    return cells([line.crop(region.x, region.right) for line in screen[region.y : region.bottom]])
+
+
+async def render(text: str, *, pieces: list[str] | None, size: tuple[int, int]) -> tuple[list, list[type]]:
+    """The cells of the reply's Markdown on screen, and the kinds of widget it holds."""
+    app = LogApp()
+    async with app.run_test(size=size) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        if pieces is None:
+            await reply.mount(ReplyMarkdown(text, classes="reply-markdown"))
+        else:
+            for piece in pieces:
+                await reply.append_text(piece)
+                await asyncio.sleep(0)
+            await reply._close_segment()
+        await pilot.pause()
+        await pilot.pause()
+        markdown = reply.query_one(ReplyMarkdown)
+        assert markdown.source == text
+        return shown(app, markdown), [type(child) for child in markdown.children]
+
+
+def split(text: str, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    pieces, at = [], 0
+    while at < len(text):
+        step = rng.choice([1, 2, 3, 5, 8, 13, 40])
+        pieces.append(text[at : at + step])
+        at += step
+    return pieces
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(seed):
+    size = (100, 200)
+    whole, _ = await render(CORPUS, pieces=None, size=size)
+    streamed, kinds = await render(CORPUS, pieces=split(CORPUS, seed), size=size)
+    assert FrozenBlocks in kinds, "the long reply should have been drawn"
+    assert len(streamed) == len(whole)
+    for number, (got, want) in enumerate(zip(streamed, whole, strict=True)):
+        assert got == want, f"line {number}: {''.join(c for c, _ in got)!r} != {''.join(c for c, _ in want)!r}"
+
+
+async def test_a_short_streamed_reply_stays_widgets():
+    text = "A paragraph.\n\n- one\n- two\n\n```python\nprint('hi')\n```\n"
+    _, kinds = await render(text, pieces=split(text, 3), size=(100, 40))
+    assert text.count("\n\n") + 1 <= DRAW_FROM
+    assert FrozenBlocks not in kinds and len(kinds) == 3
+
+
+async def test_a_stretched_reply_is_drawn_again_at_the_new_width():
+    """Drawn lines are for one width: after a resize they are drawn again, as the text renders at the new width."""
+    app = LogApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        for piece in split(CORPUS, 5):
+            await reply.append_text(piece)
+            await asyncio.sleep(0)
+        await reply._close_segment()
+        await pilot.resize_terminal(80, 200)
+        for _ in range(5):
+            await pilot.pause()
+        markdown = reply.query_one(ReplyMarkdown)
+        assert markdown.query(FrozenBlocks)
+        assert all(frozen.drawn_for[0] == markdown.outer_size.width for frozen in markdown.query(FrozenBlocks))
+        narrow = shown(app, markdown)
+    whole, _ = await render(CORPUS, pieces=None, size=(80, 200))
+    assert narrow == whole
+
+
+def _reply(body: dict) -> Reply:
+    """The aggregator's answer names the question it answers (the last one the user asked)."""
+    asked = [m["content"] for m in body["messages"] if m["role"] == "user" and m["content"].startswith("question")]
+    question = asked[-1]
+    return Reply(text=f"Answer to *{question.split(chr(10))[0]}*:\n\n- a point\n- another\n\nAnd a closing line.")
+
+
+async def _turn(pilot, text: str) -> None:
+    app = pilot.app
+    replies = app.query(AssistantReply)
+    last = replies.last() if replies else None  # by identity: the log folds earlier replies away as it goes
+    await send(pilot, text)
+
+    def answered() -> bool:
+        found = app.query(AssistantReply)
+        return bool(found) and found.last() is not last and found.last().finished and not app.chat.turn_running
+
+    await wait_until(pilot, answered, timeout=20)
+    await pilot.pause()
+
+
+async def test_a_long_live_conversation_keeps_a_bounded_number_of_widgets_and_brings_back_the_rest(
+    wire_config, llm_server
+):
+    llm_server.script("agg", _reply)
+    app = make_app(wire_config(), "wire")
+    async with app.run_test(size=(90, 24)) as pilot:
+        counts = []
+        for n in range(30):
+            await _turn(pilot, f"question {n}")
+            if n in (14, 29):
+                await pilot.pause()
+                counts.append(len(list(app.screen.walk_children())))
+        log = app.query_one(ChatLog)
+        shown = [m.text for m in app.query(UserMessage)]
+        assert len(shown) < 15 and shown[-1] == "question 29"
+        assert counts[1] <= counts[0] + 5, counts  # as many widgets at turn 30 as at turn 15
+        marker = app.query_one(EarlierMessages)
+        assert f"{30 - len(shown)} earlier exchanges" in str(marker.render())
+        # Scrolled to the top, the folded exchanges come back, in order, replies and their footers included.
+        while app.query(EarlierMessages):
+            log.scroll_home(animate=False)
+            await pilot.pause()
+            await pilot.pause()
+        assert [m.text for m in app.query(UserMessage)] == [f"question {n}" for n in range(30)]
+        replies = app.query(AssistantReply)
+        assert [r.text.split(":")[0] for r in replies] == [f"Answer to *question {n}*" for n in range(30)]
+        assert all(r.finished and r.query(ReplyMeta) for r in replies)
+        assert replies.first().query_one(ReplyMarkdown).source == replies.first().text
