@@ -12,11 +12,9 @@ on the shared machine hits both alike), each measures, by the frames it hands to
 
 and reports its RSS and the widgets mounted. The summary gives medians and the turn-200 / turn-10 ratios.
 
-    python bench/long_session.py [--rounds 3] [--quick] [--turns 10,200] [--profile PATH] [--patch-footer]
+    python bench/long_session.py [--rounds 3] [--quick] [--turns 10,200] [--profile PATH]
 
 --profile writes a cProfile of one send-and-render at the higher turn count (pstats, to PATH).
---patch-footer applies, in the sessions only, the fix proposed for Textual's Footer (it keeps every FooterKey
-it ever composed alive through a data binding; the chat recomposes it twice a turn): see README, Performance.
 """
 
 from __future__ import annotations
@@ -64,20 +62,6 @@ def serve() -> None:
 def rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
-
-
-def patch_footer() -> None:
-    from textual.widgets import Footer
-
-    recompose = Footer.recompose
-
-    async def pruned(self: Footer) -> None:
-        await recompose(self)
-        watchers = getattr(self, "__watchers", {}).get("compact")
-        if watchers:
-            watchers[:] = [(node, callback) for node, callback in watchers if node.is_attached]
-
-    Footer.recompose = pruned  # type: ignore[method-assign]
 
 
 async def session(base_url: str, turns: int, profile: str | None) -> None:
@@ -228,9 +212,9 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
 
 
 class Session:
-    def __init__(self, base_url: str, turns: int, env: dict[str, str], profile: str | None, patch: bool) -> None:
+    def __init__(self, base_url: str, turns: int, env: dict[str, str], profile: str | None) -> None:
         home = tempfile.mkdtemp(prefix="moa-bench-")
-        argv = [sys.executable, __file__, "--session", base_url, str(turns), *(["--patch-footer"] if patch else [])]
+        argv = [sys.executable, __file__, "--session", base_url, str(turns)]
         if profile:
             argv += ["--profile", profile]
         self.turns = turns
@@ -264,13 +248,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 turns against 40, one round: a smoke run")
     parser.add_argument("--turns", default="10,200", help="the two turn counts (default 10,200)")
     parser.add_argument("--profile", help="cProfile one send-and-render of the longer session into this file")
-    parser.add_argument("--patch-footer", action="store_true", help="with the proposed Footer fix (see above)")
     parser.add_argument("--session", nargs=2, metavar=("URL", "TURNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.session:
         os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-        if args.patch_footer:
-            patch_footer()
         asyncio.run(session(args.session[0], int(args.session[1]), args.profile))
         return
     short, long = (5, 40) if args.quick else tuple(int(n) for n in args.turns.split(","))
@@ -283,8 +264,8 @@ def main() -> None:
     base_url = json.loads(server.stdout.readline())["base_url"]
     started = time.monotonic()
     sessions = {
-        short: Session(base_url, short, env, None, args.patch_footer),
-        long: Session(base_url, long, env, args.profile, args.patch_footer),
+        short: Session(base_url, short, env, None),
+        long: Session(base_url, long, env, args.profile),
     }
     try:
         # Both talk their way to their turn count at once (not measured); then the rounds alternate.

@@ -21,7 +21,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from ...config import ConfigError, Preset
 from ...engine import (
@@ -42,6 +42,7 @@ from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
 from ..widgets.chat_log import ChatLog, UserMessage, Welcome
 from ..widgets.chat_log import Notice as NoticeWidget
+from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
 from ..widgets.prompt_input import PromptInput
@@ -341,7 +342,7 @@ class ChatScreen(Screen[None]):
             yield log
             yield ReferenceSidebar(self.preset, id="sidebar")
         yield PromptInput(id="prompt")
-        yield Footer()
+        yield KeyFooter()
         yield PathCompletion(id="path-completion")
 
     async def on_mount(self) -> None:
