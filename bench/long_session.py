@@ -149,7 +149,7 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
 
             def asked() -> bool:
                 found = app.query(UserMessage)
-                return bool(found) and found.last().text == text and app.chat.turn_running
+                return bool(found) and found.last().text == text  # (the frame may show the reply too)
 
             def finished() -> bool:
                 found = app.query(AssistantReply)

@@ -74,7 +74,7 @@ class StatusHeader(Widget):
         ]
 
     def render(self) -> Content:
-        width = self.content_size.width
+        width = max(0, self.outer_size.width - self.styles.gutter.width)  # not content_size: see ReferenceCard
         right = self._right()
         room = width - right.cell_length - GAP
         lefts = self._lefts(self._needs())

@@ -158,7 +158,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.text = event.text
             # A first line of text, or the facts taking another line, make the card taller: lay out again
             # then, and only then (several events a second per reference).
-            width = self.content_size.width
+            width = self._width()
             self.refresh(layout=bool(width) and self._lines(width) != self._height)
         elif isinstance(event, ReferenceFinished):
             self.retry, self.rate, self.tail = None, None, ""
@@ -213,8 +213,13 @@ class ReferenceCard(Widget, can_focus=True):
         of the call, later when events queue up, so unclamped it could read larger than the elapsed time."""
         return _within(self.first_token_seconds, self._elapsed())
 
+    def _width(self) -> int:
+        # The width of the last layout. Not content_size: that asks the screen's compositor, which rebuilds its
+        # map of every widget when a layout is pending (most of a long chat's layout time, issue 12).
+        return max(0, self.outer_size.width - self.styles.gutter.width)
+
     def render(self) -> Content:
-        return self._content(self.content_size.width)
+        return self._content(self._width())
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Measured at the width it is being laid out at: what render() last saw may be stale, as when the
