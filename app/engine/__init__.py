@@ -12,6 +12,7 @@ from .events import (
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
+    ReferencesSent,
     ReferenceStarted,
     ReplyDelta,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "ReferenceProgress",
     "ReferenceQueued",
     "ReferenceStarted",
+    "ReferencesSent",
     "ReplyDelta",
     "RetryPolicy",
 ]

@@ -25,6 +25,7 @@ from ..llm import (
     is_complete_response,
     is_transient,
     note_bytes,
+    sending,
 )
 from . import clock
 from .cancel import Cancelled, CancelToken
@@ -75,8 +76,12 @@ class ModelCall:
         price: Price | None = None,
         tracer: Callable[[dict[str, Any]], None] | None = None,
         message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        on_sent: Callable[[], object] | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
+        # Called when the request has left (llm.sending), or at the latest when `open` returns or fails; maybe
+        # more than once (a retry, or both ways), from the request's thread or the caller's.
+        self.on_sent = on_sent
         self.layer, self.label = layer, label or slot.label
         self.price = price
         self.tracer = tracer
@@ -175,10 +180,16 @@ class ModelCall:
         self._response = None
         self._start_watch()
         request = self.request
+        on_sent = self.on_sent
+
+        def send() -> Any:
+            if on_sent is None:
+                return self._call(**request)
+            with sending(on_sent):
+                return self._call(**request)
+
         try:
-            self._response = self._cancel.call(
-                lambda: self._call(**request), discard=close_stream, name=f"moa-{self.role}-request"
-            )
+            self._response = self._cancel.call(send, discard=close_stream, name=f"moa-{self.role}-request")
         except Cancelled:
             self._stop_watch()
             if self._expired is not None:
@@ -187,6 +198,9 @@ class ModelCall:
         except BaseException:
             self._stop_watch()
             raise
+        finally:
+            if on_sent is not None:
+                on_sent()  # a substituted call_llm, or one that failed before its request left
         if is_complete_response(self._response):
             self._stop_watch()  # nothing left to wait for
         else:

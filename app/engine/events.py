@@ -76,6 +76,15 @@ class ReferenceProgress:
 TAIL_CHARACTERS = 200
 
 
+@dataclass(frozen=True)
+class ReferencesSent:
+    """All of a layer's requests have left (the last just now): a front end that kept its own thread off the
+    GIL meanwhile (the chat does, see ChatScreen._dispatch) can take it back."""
+
+    layer: int
+    count: int
+
+
 class _Recorded:
     """Read a finished call's facts straight from its record."""
 
@@ -168,6 +177,7 @@ EngineEvent = (
     | ReferenceStarted
     | ReferenceProgress
     | ReferenceFinished
+    | ReferencesSent
     | AggregatorStarted
     | ReplyDelta
     | AggregatorFinished

@@ -7,6 +7,7 @@ read; a reference abandoned by a timeout or a cancel never holds anything up (se
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from .events import (
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
+    ReferencesSent,
     ReferenceStarted,
     emit,
 )
@@ -62,6 +64,7 @@ class FanOut:
         self.preset, self.cancel, self.observer = preset, cancel, observer
         self._now = clock_
         self.refs = []
+        self._unsent: set[int] = set()  # the seats whose requests have not left yet
         for seat in seats if seats is not None else layer_panel(preset, 1):
             slot = seat.slot
             timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
@@ -95,8 +98,10 @@ class FanOut:
                 price=config.price(slot.label),
                 tracer=tracer,
                 message_filter=message_filter,
+                on_sent=functools.partial(self._sent, seat.index),
             )
             self.refs.append(_Reference(seat, timeout, model_call))
+            self._unsent.add(seat.index)
         self._lock = threading.Lock()
 
     def run(self) -> tuple[ReferenceFinished, ...]:
@@ -162,6 +167,16 @@ class FanOut:
             self._finish(ref, "timeout", error=describe_error(exc))
         else:
             self._finish(ref, "failed", error=describe_error(exc))
+
+    def _sent(self, index: int) -> None:
+        """A reference's request left (from its thread); after the last one, say so: ReferencesSent."""
+        with self._lock:
+            if index not in self._unsent:
+                return
+            self._unsent.discard(index)
+            last = not self._unsent
+        if last:
+            emit(self.observer, ReferencesSent(self.refs[0].layer, len(self.refs)))
 
     def _finish(self, ref: _Reference, status: CallStatus, *, error: str | None = None) -> None:
         with self._lock:

@@ -14,7 +14,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
-from .clients import warm_up
+from .clients import sending, warm_up
 from .errors import (
     CutOff,
     LLMCallError,
@@ -48,6 +48,7 @@ __all__ = [
     "list_models",
     "note_bytes",
     "retry_after",
+    "sending",
     "warm_up",
 ]
 
@@ -107,7 +108,15 @@ def call_llm(
         task, provider, model, base_url, api_key, config=config
     )
     client, model = _get_cached_client(provider, model, base_url, api_key, config=config)
-    request: dict[str, Any] = {"model": model, "messages": messages}
+    # The messages go in the body as they are, beside the SDK's typed transform rather than through it: the
+    # transform walks every message and part against its TypedDict (about 0.2 ms a message, so 90 ms of CPU
+    # per request in a 200-turn conversation, for every reference at once, holding the GIL), and for chat
+    # messages it changes nothing. The body on the wire is the same, `messages` in its usual place.
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": [],
+        "extra_body": {**(extra_body or {}), "messages": messages},
+    }
     if tools:
         request["tools"] = tools
     if temperature is not None:
@@ -116,8 +125,6 @@ def call_llm(
         request["max_tokens"] = max_tokens
     if reasoning_effort is not None:
         request["reasoning_effort"] = reasoning_effort
-    if extra_body:
-        request["extra_body"] = extra_body
     if timeout is not None:
         request["timeout"] = timeout
     if stream:

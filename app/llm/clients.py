@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
@@ -27,6 +29,25 @@ def http_timeout(limits: NetworkLimits) -> httpx.Timeout:
 
 _clients: dict[tuple[Any, ...], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
+_sending = threading.local()
+
+
+@contextlib.contextmanager
+def sending(on_sent: Callable[[], object]) -> Iterator[None]:
+    """While the block runs, call `on_sent` (on this thread) as each request it makes leaves the SDK: built
+    and handed to the HTTP transport, which only has to write it out. A caller waiting for its requests to
+    leave (the chat, which keeps its UI thread off the GIL meanwhile) learns it from this."""
+    _sending.on_sent = on_sent
+    try:
+        yield
+    finally:
+        _sending.on_sent = None
+
+
+def _request_leaving(request: object) -> None:
+    on_sent = getattr(_sending, "on_sent", None)
+    if on_sent is not None:
+        on_sent()
 
 
 def get_cached_client(
@@ -55,16 +76,20 @@ def get_cached_client(
                 default_headers=dict(headers) or None,
                 max_retries=limits.max_retries,
                 timeout=timeout,
+                http_client=openai.DefaultHttpxClient(event_hooks={"request": [_request_leaving]}),
             )
             _clients[key] = client
     return client, model
 
 
-def warm_up() -> None:
+def warm_up(then: Callable[[], object] | None = None) -> None:
     """Import the SDK on a background thread, once the app has shown its first screen, so that neither
-    the start-up nor the first turn waits for it."""
+    the start-up nor the first turn waits for it; then call `then` (on that thread)."""
 
     def load() -> None:
         import openai  # noqa: F401
+
+        if then is not None:
+            then()
 
     threading.Thread(target=load, name="moa-import-sdk", daemon=True).start()

@@ -20,7 +20,7 @@ from typing import Any
 
 from textual.message import Message
 
-from ..engine import ReplyDelta
+from ..engine import ReferenceQueued, ReferencesSent, ReferenceStarted, ReplyDelta
 from ..session import Event, TurnResult
 from ..terminal import inert
 
@@ -65,13 +65,41 @@ def _inert(value: Any) -> Any:
 class TurnBridge:
     """The observer handed to the core for one turn; `post` must be thread-safe (App.post_message is)."""
 
-    def __init__(self, post: Callable[[Message], object]) -> None:
-        self._post = post
+    def __init__(self, post: Callable[[Message], object], *, held: bool = False) -> None:
+        """`held`: keep every message back until `release` (the screen gets ready for the turn's events while
+        the turn already runs)."""
+        self._post_now = post
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._epoch = 0
+        self._dispatched = threading.Event()
+        self._gate = threading.Lock()
+        self._held: list[Message] | None = [] if held else None
+
+    def _post(self, message: Message) -> None:
+        with self._gate:
+            if self._held is not None:
+                self._held.append(message)
+                return
+        self._post_now(message)
+
+    def release(self) -> None:
+        """Post what was held back, in order, and from now on everything at once."""
+        with self._gate:  # held: a message posted meanwhile waits here, and follows these
+            held, self._held = self._held or [], None
+            for message in held:
+                self._post_now(message)
+
+    def wait_dispatched(self, timeout: float) -> bool:
+        """Block until the turn's first requests have left (the references', or with none the aggregator's),
+        or its first sign of anything else; at most `timeout` seconds."""
+        return self._dispatched.wait(timeout)
 
     def __call__(self, event: Event) -> None:
+        if not isinstance(event, ReferenceQueued | ReferenceStarted):  # these two come before the requests
+            self._dispatched.set()
+        if isinstance(event, ReferencesSent):
+            return  # for the waiter above alone: nothing to show
         if isinstance(event, ReplyDelta):
             with self._lock:
                 wake = not self._pending
@@ -84,6 +112,8 @@ class TurnBridge:
 
     def post_after_text(self, message: Message) -> None:
         """Post `message` behind all text that arrived before it (a tool block, the end of the turn)."""
+        if isinstance(message, TurnDone):
+            self._dispatched.set()  # the turn ended before anything else said so
         with self._lock:
             text = "".join(self._pending)
             self._pending.clear()

@@ -118,7 +118,13 @@ class ReferenceCard(Widget, can_focus=True):
 
     def _set_status(self, status: str) -> None:
         self.status = status
-        self.refresh(layout=True)  # the facts changed with it, and may take another line
+        self._changed()  # the facts changed with it, and may take another line
+
+    def _changed(self) -> None:
+        """Repaint; and lay out again when the card now takes more or fewer lines, and only then: a layout
+        measures every widget on the screen, and a turn brings several events a second per reference."""
+        width = self._width()
+        self.refresh(layout=bool(width) and self._lines(width) != self._height)
 
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
@@ -148,7 +154,7 @@ class ReferenceCard(Widget, can_focus=True):
             self._set_status("running")
         elif isinstance(event, CallRetrying):
             self.retry, self.retry_at = event, clock.monotonic() + event.delay
-            self.refresh(layout=True)
+            self._changed()
         elif isinstance(event, ReferenceProgress):
             self.retry = None
             self.first_token_seconds = event.first_token_seconds
@@ -156,10 +162,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.rate = _rate(event)
             self.tail = event.tail or event.text[-TAIL_CHARACTERS:]
             self.text = event.text
-            # A first line of text, or the facts taking another line, make the card taller: lay out again
-            # then, and only then (several events a second per reference).
-            width = self._width()
-            self.refresh(layout=bool(width) and self._lines(width) != self._height)
+            self._changed()  # a first line of text, or the facts taking another line, make it taller
         elif isinstance(event, ReferenceFinished):
             self.retry, self.rate, self.tail = None, None, ""
             self.seconds, self.first_token_seconds = event.seconds, _within(event.first_token_seconds, event.seconds)
