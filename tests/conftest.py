@@ -37,6 +37,18 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(var, raising=False)
     # Keyless starts land on the deterministic demo even where the local model is installed.
     monkeypatch.setenv("MOA_CHAT_OFFLINE_PRESET", "demo")
+    # An Ollama that happens to run on this machine is never asked: its default address reads as absent (the
+    # chat asks it at start). Tests that want one point the ollama provider at a server of their own.
+    from moa_chat.providers import ollama
+
+    asked = ollama._installed
+    asked.cache_clear()
+
+    def hermetic(base_url: str) -> tuple[str, ...] | None:
+        return None if base_url.rstrip("/").endswith(":11434/v1") else asked(base_url)
+
+    hermetic.cache_clear = asked.cache_clear  # type: ignore[attr-defined]
+    monkeypatch.setattr(ollama, "_installed", hermetic)
     return home
 
 

@@ -58,6 +58,14 @@ def test_a_real_moa_turn_on_the_local_model_and_the_server_is_gone_after(home):
     assert "preset local — 3 references → local:smollm2" in result.stderr
     assert result.stderr.count("✓ local:smollm2 #") == 3
     assert "tokens n/a" in result.stderr  # llama.cpp's server sends no usage in streams: said, not faked
+    # The server's start is shown, before the first call: what starts, where, and how long it took.
+    lines = result.stderr.splitlines()
+    starting = next(
+        n for n, line in enumerate(lines) if "▸ Starting the local model (SmolLM2-135M-Instruct) on 127.0.0.1:" in line
+    )
+    ready = next(n for n, line in enumerate(lines) if "is ready (started in " in line)
+    first_call = next(n for n, line in enumerate(lines) if "local:smollm2 #" in line)
+    assert starting < ready < first_call
     assert wait_for(lambda: servers() <= before, 10), "the llama.cpp server outlived moa-chat"
 
 
@@ -87,3 +95,56 @@ def test_a_missing_model_file_names_the_fix(home, tmp_path):
     )
     assert result.returncode == 1
     assert "MOA_CHAT_LOCAL_MODEL=" in result.stderr and "no such model file" in result.stderr
+
+
+def test_a_model_file_the_server_cannot_load_fails_the_turn_naming_the_servers_log(home, tmp_path):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_text("not a model\n")
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "moa_chat", "ask", "--preset", "local", "--no-save", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env(home), "MOA_CHAT_LOCAL_MODEL": str(bogus), "TMPDIR": str(logs)},
+    )
+    assert result.returncode == 1
+    assert "▸ Starting the local model (bogus) on 127.0.0.1:" in result.stderr
+    kept = list(logs.glob("moa-chat-local-server-*.log"))
+    assert len(kept) == 1, "the log of a server that failed to start is kept"
+    assert "moa-chat: error: the local model server exited at start: " in result.stderr
+    assert f"(its log: {kept[0]})" in result.stderr
+    assert "bogus.gguf" in kept[0].read_text()  # llama.cpp said why, in that file
+
+
+async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, monkeypatch):
+    from moa_chat.config import load_config
+    from moa_chat.providers import lifecycle
+    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.reply import AssistantReply
+    from tui_helpers import make_app, record_statuses, send, wait_until
+
+    before = servers()
+    shown = record_statuses(monkeypatch)
+    app = make_app(load_config(), "local")
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await send(pilot, "Name a primary colour.")
+
+            def ready() -> list[Notice]:
+                return [n for n in app.query(Notice) if "is ready (started in " in n.message]
+
+            # A cold start on a loaded machine can take minutes: no time window, a generous bound.
+            await wait_until(pilot, lambda: bool(ready()), timeout=300, describe=lambda: f"a ready notice; {shown}")
+            assert ready()[0].message.startswith("The local model (SmolLM2-135M-Instruct) on 127.0.0.1:")
+            assert any(s.startswith("Starting the local model (SmolLM2-135M-Instruct) on 127.0.0.1:") for s in shown)
+            log = list(app.chat.chat_log.children)
+            assert log.index(ready()[0]) == log.index(app.query(AssistantReply).last()) - 1
+            await pilot.press("escape")  # the tiny model's answer is not what this test is about
+            await wait_until(pilot, lambda: not app.chat.turn_running, timeout=120)
+    finally:
+        server = lifecycle._running.pop("local", None)
+        if server is not None:
+            server.stop()
+    assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was left running"

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+import pytest
 from moa_chat.config import Config
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.widgets.prompt_input import PromptInput
@@ -59,3 +60,17 @@ async def run_turn(pilot: Pilot, text: str, timeout: float = 15.0) -> None:
 
     await wait_until(pilot, finished, timeout=timeout)
     await pilot.pause()
+
+
+def record_statuses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every status the replies' headers show from now on, in order (a status can be gone before a poll sees it)."""
+    shown: list[str] = []
+    original = AssistantReply.set_status
+
+    def set_status(self: AssistantReply, text: str | None) -> None:
+        if text:
+            shown.append(text)
+        original(self, text)
+
+    monkeypatch.setattr(AssistantReply, "set_status", set_status)
+    return shown

@@ -6,7 +6,7 @@ import threading
 from typing import ClassVar, TextIO
 
 from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceStarted, ReplyDelta
-from ..session import Event, Notice, ToolCallEvent
+from ..session import Event, Notice, ServerStart, ToolCallEvent
 from ..terminal import inert
 from ..tools.registry import summarize_arguments
 
@@ -95,4 +95,7 @@ class Progress:
             return f"  ⚙ {event.name}({summarize_arguments(event.arguments)}) {event.status}{took}{why}"
         if isinstance(event, Notice):
             return f"  ! {event.text}"
+        if isinstance(event, ServerStart):
+            # A start that fails ends the turn, whose error line says why (naming the server's log).
+            return None if event.stage == "failed" else f"  ▸ {event.text}"
         return None

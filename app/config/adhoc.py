@@ -80,3 +80,21 @@ def replace_aggregator(config: Config, base: Preset, spec: str) -> Preset:
         description=f"{base.name} with aggregator {slot.label}",
         source="chosen in the chat",
     )
+
+
+SELF_MOA_SAMPLES = 3
+
+
+def self_moa(config: Config, base: Preset, spec: str, *, samples: int = SELF_MOA_SAMPLES) -> Preset:
+    """Every seat on one model (`provider:model`): it answers `samples` times at spread temperatures, then
+    reads those answers and writes the reply (Self-MoA, as the bundled `local` preset does). `base` gives
+    the rest: workers, timeouts, tools."""
+    slot = parse_model(spec, config, "model")
+    return dataclasses.replace(
+        base,
+        name=ADHOC_PRESET,
+        reference_models=(dataclasses.replace(slot, samples=samples),),
+        aggregator=slot,
+        description=f"Self-MoA on {slot.label}: {samples} answers and a synthesis by the same model",
+        source="chosen in the chat",
+    )

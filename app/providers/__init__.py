@@ -19,6 +19,7 @@ from .registry import (
     key_for,
     provider_config,
     resolve_endpoint,
+    start_server,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "provider_config",
     "readiness",
     "resolve_endpoint",
+    "start_server",
 ]

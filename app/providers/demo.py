@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,13 +253,16 @@ class DemoProvider:
 
     def __init__(self) -> None:
         self._server = OpenAICompatibleServer(respond, models=MODELS)
+        self._started = False
 
-    def start(self) -> None:
-        self._server.start()
+    def start(self, announce: Callable[[str], None] | None = None) -> None:
+        self._server.start()  # at once: nothing worth announcing
+        self._started = True
 
     @property
     def base_url(self) -> str:
         return self._server.base_url
 
     def stop(self) -> None:
-        self._server.stop()
+        if self._started:  # shutting down a server that never served would wait for ever
+            self._server.stop()

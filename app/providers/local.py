@@ -14,6 +14,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import IO
@@ -68,6 +70,12 @@ def model_path() -> Path:
     return bundled
 
 
+def model_name(path: Path) -> str:
+    """A model file's name as people say it: `SmolLM2-135M-Instruct.Q4_1.gguf` is SmolLM2-135M-Instruct."""
+    name = path.name.removesuffix(".gguf")
+    return re.sub(r"[.-](?:I?Q\d\w*|BF16|F16|F32)$", "", name, flags=re.IGNORECASE) or name
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,13 +96,16 @@ class LocalServer:
         self.threads = threads or max(1, min(4, os.cpu_count() or 1))
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.log_path: Path | None = None  # a copy of the server's output when it failed to start, named in the error
         self._log: IO[bytes] | None = None
+        self._lock = threading.Lock()
+        self._stopped = False  # stop() came, perhaps while starting: no process may be left behind
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> None:
+    def start(self, announce: Callable[[str], None] | None = None) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise LocalProviderError(f"the `local` provider needs llama-cpp-python: run `{INSTALL_HINT}`")
         model = self.model or model_path()
@@ -118,8 +129,11 @@ class LocalServer:
             "--verbose",
             "False",
         ]
-        # The server's log goes to a file: a pipe nobody reads would fill up and stall it mid-answer.
+        # The server's log goes to a file: a pipe nobody reads would fill up and stall it mid-answer. One with no
+        # name, gone with us however we end; a server that will not start leaves a named copy, which the error names.
         self._log = log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop(), it outlives this call
+        if announce is not None:
+            announce(f"the local model ({model_name(model)}) on 127.0.0.1:{self.port}")
         spawned = threading.Event()
         failure: list[BaseException] = []
 
@@ -127,26 +141,29 @@ class LocalServer:
             # PR_SET_PDEATHSIG fires when the *thread* that started the child ends, so the server is started
             # by this thread, which lives exactly as long as the server does.
             try:
-                self.process = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # Ctrl+C in the terminal is ours to handle; we stop it ourselves
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                )
+                with self._lock:
+                    if self._stopped:
+                        return
+                    self.process = process = subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # Ctrl+C in the terminal is ours to handle; we stop it ourselves
+                        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    )
             except BaseException as exc:
                 failure.append(exc)
                 return
             finally:
                 spawned.set()
-            self.process.wait()
+            process.wait()
 
         threading.Thread(target=keep, name="moa-local-server", daemon=True).start()
         spawned.wait()
-        if failure:
-            raise LocalProviderError(f"the local model server could not start: {failure[0]}")
         try:
+            if failure:
+                raise LocalProviderError(f"the local model server could not start: {failure[0]}")
             self._wait_until_ready()
         except BaseException:
             self.stop()
@@ -155,14 +172,13 @@ class LocalServer:
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                error = ""
-                if self._log is not None:
-                    self._log.seek(0)
-                    error = self._log.read().decode(errors="replace")
-                last = error.strip().splitlines()[-1:] or ["no message"]
-                raise LocalProviderError(f"the local model server exited at start: {last[0]}")
+            process = self.process
+            if self._stopped or process is None:
+                raise LocalProviderError("the local model server was stopped while it started")
+            if process.poll() is not None:
+                output = self._keep_log()
+                last = output.strip().splitlines()[-1:] or ["no message"]
+                raise LocalProviderError(f"the local model server exited at start: {last[0].strip()}{self._log_note()}")
             with (
                 contextlib.suppress(OSError, urllib.error.URLError, ValueError),
                 urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response,
@@ -170,20 +186,39 @@ class LocalServer:
                 if json.load(response).get("data"):
                     return
             time.sleep(0.2)
-        raise LocalProviderError(f"the local model server did not answer within {START_TIMEOUT:g}s")
+        self._keep_log()
+        raise LocalProviderError(f"the local model server did not answer within {START_TIMEOUT:g} s{self._log_note()}")
+
+    def _keep_log(self) -> str:
+        """What the server has written, also saved to a file of its own (log_path) for a closer look."""
+        if self._log is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            # pread, not seek and read: the server shares the file's offset and may still be writing to it.
+            fd = self._log.fileno()
+            output = os.pread(fd, os.fstat(fd).st_size, 0)
+            with tempfile.NamedTemporaryFile(prefix="moa-chat-local-server-", suffix=".log", delete=False) as kept:
+                kept.write(output)
+            self.log_path = Path(kept.name)
+            return output.decode(errors="replace")
+        return ""
+
+    def _log_note(self) -> str:
+        return f" (its log: {self.log_path})" if self.log_path is not None else ""
 
     def stop(self) -> None:
-        process, self.process = self.process, None
+        with self._lock:
+            self._stopped = True
+            process, self.process = self.process, None
         log, self._log = self._log, None
         if log is not None:
             log.close()
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()

@@ -1,14 +1,15 @@
 """An Ollama server on this machine, if one answers: which models it has, asked once with a short limit.
 
-Nothing depends on it being there: when it is not running, the answer is simply None.
+Nothing depends on it being there: when it is not running, the answer is simply None. The chat asks on a
+worker thread after its first paint (never on the UI's thread), `moa-chat presets` as it lists them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import http.client
 import json
-import urllib.error
 import urllib.request
 
 from ..config import Config
@@ -17,21 +18,39 @@ OLLAMA = "ollama"
 TIMEOUT = 0.5  # it is local: a running server answers in milliseconds
 
 
+def _root(base_url: str) -> str:
+    return base_url.removesuffix("/").removesuffix("/v1")
+
+
 @functools.cache
 def _installed(base_url: str) -> tuple[str, ...] | None:
-    root = base_url.removesuffix("/").removesuffix("/v1")
+    # Whatever answers on that port (or nothing, or not HTTP, or not Ollama) is "no Ollama here", never a crash.
     with (
-        contextlib.suppress(OSError, urllib.error.URLError, ValueError, TimeoutError),
-        urllib.request.urlopen(f"{root}/api/tags", timeout=TIMEOUT) as response,
+        contextlib.suppress(OSError, ValueError, TypeError, AttributeError, http.client.HTTPException),
+        urllib.request.urlopen(f"{_root(base_url)}/api/tags", timeout=TIMEOUT) as response,
     ):
         models = json.load(response).get("models") or []
-        return tuple(sorted(str(m.get("name", "")).removesuffix(":latest") for m in models if m.get("name")))
+        return tuple(sorted({short_name(str(m["name"])) for m in models if m.get("name")}))
     return None
 
 
-def installed_models(config: Config) -> tuple[str, ...] | None:
-    """The models the configured Ollama server has pulled, or None when it does not answer."""
+def short_name(model: str) -> str:
+    """A model as Ollama lets you call it: `llama3.2:latest` is `llama3.2`."""
+    return model.removesuffix(":latest")
+
+
+def installed_models(config: Config, *, fresh: bool = False) -> tuple[str, ...] | None:
+    """The models the configured Ollama server has pulled, or None when it does not answer. Asked once per
+    process; `fresh` asks again (someone opened a list of them: Ollama may have started since)."""
     spec = config.providers.get(OLLAMA)
     if spec is None or not spec.base_url:
         return None
+    if fresh:
+        _installed.cache_clear()
     return _installed(spec.base_url)
+
+
+def address(config: Config) -> str:
+    """Where Ollama is expected, for messages: `http://localhost:11434`."""
+    spec = config.providers.get(OLLAMA)
+    return _root(spec.base_url) if spec is not None and spec.base_url else "(no base_url for ollama)"

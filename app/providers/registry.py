@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Config, ConfigError, ProviderConfig
@@ -62,6 +63,21 @@ def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None, 
     if not base_url:
         raise UnknownProviderError(f"provider {name!r} has no base_url", path=config.path)
     return Endpoint(base_url=base_url.rstrip("/"), api_key=api_key or _PLACEHOLDER_KEY)
+
+
+def start_server(
+    name: str,
+    config: Config,
+    *,
+    report: lifecycle.Reporter | None = None,
+    abandon: Callable[[], bool] | None = None,
+) -> None:
+    """Start `name` now if moa-chat runs it itself and the config gives it no address of its own (the same
+    rule as resolve_endpoint), telling `report` how it goes; raises what the start raised."""
+    spec = config.providers.get(name)
+    if spec is not None and spec.base_url:
+        return
+    lifecycle.start(name, report, abandon=abandon)
 
 
 def key_for(spec: ProviderConfig) -> str | None:

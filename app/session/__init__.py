@@ -1,7 +1,7 @@
 """The conversation: `ChatSession`, one user turn with its tool loop, and the usage ledger."""
 
 from .chat_session import ChatSession
-from .events import Event, Notice, Observer, ToolCallEvent
+from .events import Event, Notice, Observer, ServerStart, ToolCallEvent
 from .history import Exchange
 from .ledger import UsageLedger
 from .turn import Turn, TurnResult
@@ -12,6 +12,7 @@ __all__ = [
     "Exchange",
     "Notice",
     "Observer",
+    "ServerStart",
     "ToolCallEvent",
     "Turn",
     "TurnResult",

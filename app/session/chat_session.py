@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, Preset
-from ..config.adhoc import add_reference, replace_aggregator, with_preset
+from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
 from ..engine import CancelToken, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.cost import estimate_turn
 from ..engine.events import emit
 from ..llm import call_llm, describe_error
-from ..providers import preflight
+from ..providers import preflight, start_server
+from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
@@ -35,7 +36,7 @@ from .history import Exchange, exchanges
 from .ledger import UsageLedger
 from .redaction import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
-from .turn import Turn, TurnResult
+from .turn import CANCELLED, Turn, TurnResult, TurnStatus
 
 
 class ChatSession:
@@ -113,6 +114,15 @@ class ChatSession:
         """Switch to this session's preset with `spec` (provider:model) as its aggregator, or as one more
         reference: a `custom` preset, for this session only (ConfigError for an unknown provider)."""
         preset = (replace_aggregator if as_aggregator else add_reference)(self.config, self.preset, spec)
+        self.config = with_preset(self.config, preset)
+        return self.switch_preset(preset.name)
+
+    def use_self_moa(self, spec: str) -> Preset:
+        """Switch to a Self-MoA on one model (`provider:model`) for this session: a `custom` preset. It takes
+        its settings (workers, timeouts) from the bundled preset named after the provider when there is one
+        (`ollama`, `local`: tuned for models on this machine), else from the current preset."""
+        provider = spec.partition(":")[0]
+        preset = self_moa(self.config, self.config.presets.get(provider, self.preset), spec)
         self.config = with_preset(self.config, preset)
         return self.switch_preset(preset.name)
 
@@ -258,20 +268,26 @@ class ChatSession:
             tools, warnings = self.tools(preset)
             for line in warnings:
                 emit(observer, Notice(line, "warning"))
-            turn = Turn(
-                self.config,
-                preset,
-                observer=observer,
-                cancel=cancel,
-                tools=tools,
-                approver=self.approval,
-                call=self._call,
-                references=references,
-                system_prompt=self.system_prompt,
-                solo=solo,
-                tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
-            )
-            result = turn.run(list(self.messages))
+            unstarted = self._start_servers(preset, observer, cancel, aggregator_only=solo or references is not None)
+            if unstarted is not None:
+                status, error = unstarted
+                seconds = round(clock.monotonic() - started, 3)
+                result = TurnResult(status=status, text="", error=error, seconds=seconds, references=())
+            else:
+                turn = Turn(
+                    self.config,
+                    preset,
+                    observer=observer,
+                    cancel=cancel,
+                    tools=tools,
+                    approver=self.approval,
+                    call=self._call,
+                    references=references,
+                    system_prompt=self.system_prompt,
+                    solo=solo,
+                    tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
+                )
+                result = turn.run(list(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",
@@ -298,6 +314,27 @@ class ChatSession:
                 references=tuple(scrubbed_event(r, display) for r in result.references),
             )
         return result
+
+    def _start_servers(
+        self, preset: Preset, observer: Observer | None, cancel: CancelToken, *, aggregator_only: bool
+    ) -> tuple[TurnStatus, str] | None:
+        """Start the servers moa-chat runs itself for this turn's models (the local model) before the first
+        call, so the front end can show it happening: "Starting the local model…", then "ready". A server
+        that cannot start ends the turn at once (status and reason), rather than failing every call in turn;
+        a cancel stops the wait (the server goes on starting for the next turn)."""
+        if self._call is not call_llm:
+            return None  # calls that never reach a wire (tests) need no server
+        slots = (preset.aggregator,) if aggregator_only else (*preset.references, preset.aggregator)
+        for name in dict.fromkeys(slot.provider for slot in slots):
+            try:
+                start_server(
+                    name, self.config, report=lambda event: emit(observer, event), abandon=lambda: cancel.cancelled
+                )
+            except StartAbandoned:
+                return "cancelled", CANCELLED
+            except Exception as exc:
+                return "failed", describe_error(exc)
+        return None
 
     def _begin_saving(
         self,

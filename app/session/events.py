@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..engine.events import EngineEvent
+from ..providers.lifecycle import ServerStart
 
 ToolStatus = Literal["requested", "awaiting_approval", "running", "done", "failed", "denied", "cancelled"]
 
@@ -32,5 +33,6 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
-Event = EngineEvent | ToolCallEvent | Notice
+# ServerStart: a server moa-chat runs itself (the local model) starting before the turn's first call.
+Event = EngineEvent | ToolCallEvent | Notice | ServerStart
 Observer = Callable[[Event], None]

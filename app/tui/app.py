@@ -25,13 +25,21 @@ from textual.theme import Theme
 from .. import clipboard
 from ..config import Config, Preset
 from ..config.settings import load_settings, save_setting
+from ..llm import warm_up
+from ..providers.ollama import installed_models
 from ..session import ChatSession
 from .commands import ModelCommands, PresetCommands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen
 from .screens.help import HelpScreen
+from .screens.preset_picker import PresetPicker
 
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
+# How long a thread may hold the GIL while another waits for it. The UI thread lays out and paints in long
+# stretches of Python; a turn's threads need the GIL back after every socket write and read, and at CPython's
+# default of 5 ms each wait cost up to that much: the fan-out's requests left over 40-100 ms while the screen
+# was laid out. At 0.5 ms they leave within a few, for a few per cent of throughput while both are busy.
+SWITCH_INTERVAL = 0.0005
 
 
 def stylesheet_paths() -> list[str | PurePath]:
@@ -60,15 +68,23 @@ class MoAChatApp(App[int]):
         theme: str | None = None,
         remember_theme: bool = True,
         session: ChatSession | None = None,
+        freeze_heap: bool = False,
     ) -> None:
+        """`freeze_heap`: once the first screen is up and the SDK loaded, keep what exists then out of the
+        garbage collector's reach (_freeze_once); for a process that is the app's alone (run_app)."""
         super().__init__()
         self._quitting = False
         self.config = config
         self.session = session or ChatSession(config, preset)
         self.notice = notice
         self._remember_theme = remember_theme
+        self._freeze_heap = freeze_heap
         if config.keymap:
             self.set_keymap(config.keymap)
+        # What a local Ollama has pulled, once it has answered (asked after the first paint); None until then,
+        # and for good when it is not running. The preset picker and the palette offer these models.
+        self.ollama_models: tuple[str, ...] | None = None
+        self.ollama_checked = False
         chosen = theme or load_settings().get("theme")
         if isinstance(chosen, str) and chosen in self.available_themes:
             self.theme = chosen
@@ -113,6 +129,8 @@ class MoAChatApp(App[int]):
             self.call_from_thread(self.notify, message, severity=severity, timeout=8, markup=False)
 
     def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         # A closed terminal (SIGHUP) or a kill (SIGTERM) ends the app the way Ctrl+Q does: the turn is
         # cancelled, commands and MCP servers stop, and the terminal gets its screen, mouse and cursor back.
@@ -144,6 +162,9 @@ class MoAChatApp(App[int]):
         self.session.begin_close()
         super().exit(result, return_code, message)
 
+    def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
+
     def _on_theme_changed(self, theme: Theme) -> None:
         if self._remember_theme:
             save_setting("theme", theme.name)
@@ -155,8 +176,11 @@ class MoAChatApp(App[int]):
 
     def on_ready(self) -> None:
         """A `keymap:` typo would otherwise do nothing, silently, or leave its action with no key at all: say
-        so at start, and keep only the entries that can work."""
+        so at start, and keep only the entries that can work. Then, the first frame painted, ask Ollama."""
         from .keys import check_keymap, keymap_notice, known_binding_ids
+
+        self._ask_ollama()
+        warm_up(then=_freeze_once if self._freeze_heap else None)
 
         usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
         if problems:
@@ -164,11 +188,43 @@ class MoAChatApp(App[int]):
             notice = keymap_notice(self.config.path, problems, key_texts(self.chat).get("help", "F1"))
             self.notify(notice, title="Keymap problems", severity="warning", timeout=20, markup=False)
 
+    @work(thread=True, group="ollama", exit_on_error=False)
+    def _ask_ollama(self) -> None:
+        """Which models a local Ollama has (half a second at most, usually a refused connection at once): on a
+        worker thread, so the chat never waits for it."""
+        models = installed_models(self.session.config)
+        self.call_from_thread(self.ollama_answered, models)
+
+    def ollama_answered(self, models: tuple[str, ...] | None) -> None:
+        """What Ollama has now (None: it did not answer). An open preset picker offers its models at once."""
+        self.ollama_checked = True
+        if models == self.ollama_models:
+            return
+        self.ollama_models = models
+        if isinstance(self.screen, PresetPicker):
+            self.screen.offer_ollama(models)
+
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from self.chat.system_commands()
         keys = key_texts(self.chat)
         yield SystemCommand("Help", f"Keys and where to find more ({keys.get('help', 'F1')})", self.action_help)
+
+
+_frozen = False
+
+
+def _freeze_once() -> None:
+    """Once the first screen is up and the SDK loaded (llm.warm_up calls this on its thread): everything
+    loaded so far goes out of the garbage collector's reach. A full collection visits every object, and the
+    modules, classes and styles of start-up (the SDK's alone are 65,000) are most of them and live as long
+    as the process: visiting them stopped the UI and the turn's threads for 100-200 ms at a time, mid-turn
+    (bench/fanout.py). What dies later of the first screen stays (a few widgets): fine for a process that is
+    the app's alone, not for one running app after app (tests)."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
 
 
 def _terminal_open() -> bool:
@@ -180,7 +236,7 @@ def _terminal_open() -> bool:
 
 
 def run_app(config: Config, session: ChatSession, *, notice: str | None = None) -> int:
-    app = MoAChatApp(config, session.preset, notice=notice, session=session)
+    app = MoAChatApp(config, session.preset, notice=notice, session=session, freeze_heap=True)
     app.run()
     # The worker threads have been joined by now: nothing writes to the store any more.
     if session.store is not None:

@@ -1,5 +1,6 @@
-"""Command palette entries: one per preset ("Switch preset: NAME"), and for each provider that can be
-called, its models as the aggregator or as one more reference ("Models from openrouter: ...")."""
+"""Command palette entries: one per preset ("Switch preset: NAME"), for each provider that can be called,
+its models as the aggregator or as one more reference ("Models from openrouter: ..."), and once a local
+Ollama has answered, a Self-MoA on each of its models ("Ollama model llama3.2: Self-MoA")."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from ..config.adhoc import SELF_MOA_SAMPLES
 from ..providers import has_key
+from ..providers.ollama import OLLAMA
 
 if TYPE_CHECKING:
     from .app import MoAChatApp
@@ -58,6 +61,14 @@ class ModelCommands(Provider):
                     f"Models from {name}: add a reference",
                     f"List {name}'s models and add one to the panel, for this session",
                     partial(chat.choose_model, name, as_aggregator=False),
+                )
+            )
+        for model in app.ollama_models or ():  # once a local Ollama has answered (asked after the first paint)
+            entries.append(
+                (
+                    f"Ollama model {model}: Self-MoA",
+                    f"Every seat on ollama:{model}: {SELF_MOA_SAMPLES} answers and a synthesis, for this session",
+                    partial(chat.use_self_moa, f"{OLLAMA}:{model}"),
                 )
             )
         return entries

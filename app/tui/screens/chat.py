@@ -6,6 +6,7 @@ cross the thread boundary through the bridge, in order, and are applied to the w
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
 import threading
@@ -20,6 +21,7 @@ from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import OptionList
 
@@ -35,7 +37,7 @@ from ...engine import (
     ReferenceStarted,
 )
 from ...providers import next_runnable
-from ...session import ChatSession, Exchange, Notice, Observer, ToolCallEvent, TurnResult
+from ...session import ChatSession, Exchange, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
@@ -47,13 +49,13 @@ from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
 from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
-from ..widgets.reply import AssistantReply
+from ..widgets.reply import AssistantReply, plural
 from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
 from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
 from .panel import PanelAnswers
-from .preset_picker import PresetPicker
+from .preset_picker import PresetPicker, SelfMoA
 from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
 from .side_by_side import SideBySide
@@ -94,6 +96,9 @@ FOOTER_PRIORITY = (
     "sessions",
 )
 VERSIONS = Binding.Group("Versions")
+# The longest the UI thread stands aside after Enter for the turn's requests to leave (ChatScreen._dispatch);
+# they take a few milliseconds, more in a long conversation or while a local model starts.
+DISPATCH_WAIT = 0.1
 
 
 class ChatScreen(Screen[None]):
@@ -258,6 +263,7 @@ class ChatScreen(Screen[None]):
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
         self._versions = (1, 1)  # (which, how many) of the last exchange, for the footer
+        self._starting_timer: Timer | None = None  # counts the seconds while a local model server starts
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
@@ -410,12 +416,13 @@ class ChatScreen(Screen[None]):
         if error:
             self.notify(error, severity="error", timeout=8)
             return
-        await self._drop_after(self.chat_log.query(UserMessage).last())
-        await self._begin(
+        await self._dispatch(
             lambda observer, cancel: self.session.rerun(
                 aggregator_only=aggregator_only, observer=observer, cancel=cancel
             )
         )
+        await self._drop_after(self.chat_log.query(UserMessage).last())
+        await self._show_reply()
 
     def action_edit_prompt(self) -> None:
         if not self._can_rewrite():
@@ -540,12 +547,20 @@ class ChatScreen(Screen[None]):
     async def start_turn(self, text: str, *, solo: bool = False) -> None:
         log = self.chat_log
         editing, self._editing = self._editing, False
+        error, warning = self.session.preflight(self.preset)
+        if error is None:
+            # The turn's requests leave first, before the screen does any of its work for the turn.
+            if editing:
+                await self._dispatch(lambda observer, cancel: self.session.edit(text, observer=observer, cancel=cancel))
+            else:
+                await self._dispatch(
+                    lambda observer, cancel: self.session.send(text, observer=observer, cancel=cancel, solo=solo)
+                )
         if editing and log.query(UserMessage):
             await self._drop_after(log.query(UserMessage).last(), inclusive=True)
         await log.query(Welcome).remove()
         await log.mount(UserMessage(text))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
-        error, warning = self.session.preflight(self.preset)
         if error:
             await log.mount(NoticeWidget(error, "error"))
             return
@@ -553,24 +568,30 @@ class ChatScreen(Screen[None]):
             self.notify(warning, severity="warning", timeout=6)
         if solo and not editing:
             await log.mount(NoticeWidget("solo: the aggregator alone, no references (Ctrl+T)", "info"))
-        if editing:
-            await self._begin(lambda observer, cancel: self.session.edit(text, observer=observer, cancel=cancel))
-        else:
-            await self._begin(
-                lambda observer, cancel: self.session.send(text, observer=observer, cancel=cancel, solo=solo)
-            )
+        await self._show_reply()
 
-    async def _begin(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
-        """Mount the reply that will stream, and run `job` (a ChatSession call) on the turn's worker."""
+    async def _dispatch(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
+        """Run `job` (a ChatSession call) on the turn's worker, and keep the UI thread off the GIL until the
+        turn's requests have left, DISPATCH_WAIT at most. Layout and paint hold the GIL for tens of milliseconds
+        at a time while building and sending a request needs it at every step: the references' requests left
+        over 40-100 ms while the screen showed the prompt (bench/fanout.py), and now within a few. What the
+        worker reports meanwhile is held back until the reply is up (_show_reply)."""
         preset = self.preset
         self._reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
+        self._cancel = CancelToken()
+        self._bridge = TurnBridge(self.post_message, held=True)
+        self.turn_running = True
+        self._run_turn(job, self._cancel, self._bridge)
+        await asyncio.sleep(0)  # the worker's task hands the job to its thread
+        self._bridge.wait_dispatched(DISPATCH_WAIT)
+
+    async def _show_reply(self) -> None:
+        """Mount the reply that will stream, and set the panel's cards going."""
+        assert self._reply is not None and self._bridge is not None, "a turn was dispatched"
         await self.chat_log.mount(self._reply)
         self.chat_log.scroll_end(animate=False)
         self.sidebar.start_turn()
-        self._cancel = CancelToken()
-        self._bridge = TurnBridge(self.post_message)
-        self.turn_running = True
-        self._run_turn(job, self._cancel, self._bridge)
+        self._bridge.release()  # the turn's events, held back until now
 
     @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
     def _run_turn(
@@ -637,10 +658,43 @@ class ChatScreen(Screen[None]):
                     f"{event.label}: {event.reason} — retrying in {event.delay:.1f}s "
                     f"(attempt {event.attempt} of {event.attempts})"
                 )
+        elif isinstance(event, ServerStart):
+            await self._server_start(event)
         elif isinstance(event, ToolCallEvent) and reply is not None:
             await reply.tool_event(event)
         elif isinstance(event, Notice):
             await self.chat_log.mount(NoticeWidget(event.text, event.level))
+
+    async def _server_start(self, event: ServerStart) -> None:
+        """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's
+        header says so, with the seconds going by (a cold first load can take a while); once it answers, a
+        line in the log above the reply says how long it took. A start that fails ends the turn, saying why."""
+        reply = self._reply
+        if self._starting_timer is not None:
+            self._starting_timer.stop()
+            self._starting_timer = None
+        if event.stage == "starting":
+            began = time.monotonic()
+
+            def tick() -> None:
+                if (waiting := self._waiting(reply)) is not None:
+                    waiting.set_status(f"{event.text} {time.monotonic() - began:.0f}s")
+
+            if (waiting := self._waiting(reply)) is not None:
+                waiting.set_status(event.text)
+            self._starting_timer = self.set_interval(1.0, tick)
+            return
+        if (waiting := self._waiting(reply)) is not None:
+            waiting.set_status(f"consulting {plural(waiting.references, 'reference')}…")
+        if event.stage == "ready":
+            above = reply if reply is not None and reply.parent is self.chat_log else None
+            await self.chat_log.mount(NoticeWidget(event.text, "info"), before=above)
+
+    def _waiting(self, reply: AssistantReply | None) -> AssistantReply | None:
+        """`reply` while it is the turn's, on screen and without text: its header may say what it waits for."""
+        if reply is not None and reply is self._reply and reply.is_mounted and not reply.text:
+            return reply
+        return None
 
     async def on_reply_text(self, message: ReplyText) -> None:
         text = message.text
@@ -652,6 +706,9 @@ class ChatScreen(Screen[None]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
+        if self._starting_timer is not None:
+            self._starting_timer.stop()
+            self._starting_timer = None
         if reply is not None:
             await reply.finish(result, tokens=result.usage.total_tokens)
             self._versions = self.session.versions()
@@ -750,12 +807,24 @@ class ChatScreen(Screen[None]):
 
         self.app.push_screen(ModelPicker(self.session.config, provider, as_aggregator=as_aggregator), chosen)
 
-    def action_preset_picker(self) -> None:
-        def chosen(name: str | None) -> None:
-            if name and name != self.preset.name:
-                self.switch_preset(name)
+    def use_self_moa(self, spec: str) -> None:
+        """A Self-MoA on one model (`provider:model`, e.g. one of Ollama's) for this session."""
+        try:
+            preset = self.session.use_self_moa(spec)
+        except ConfigError as exc:
+            self.notify(str(exc), title="Model not used", severity="error")
+            return
+        self._show_switched(preset)
 
-        self.app.push_screen(PresetPicker(self.session.config, self.preset.name), chosen)
+    def action_preset_picker(self) -> None:
+        def chosen(choice: str | SelfMoA | None) -> None:
+            if isinstance(choice, SelfMoA):
+                self.use_self_moa(choice.spec)
+            elif choice and choice != self.preset.name:
+                self.switch_preset(choice)
+
+        ollama = cast("MoAChatApp", self.app).ollama_models
+        self.app.push_screen(PresetPicker(self.session.config, self.preset.name, ollama=ollama), chosen)
 
     # ------------------------------------------------------------------ the rest
 

@@ -1,5 +1,6 @@
-"""A provider's models, from its own `/models` list: type to filter, Enter to use the model as the
-aggregator or as one more reference, for this session (a `custom` preset; config.yaml is not touched)."""
+"""A provider's models, from its own `/models` list (Ollama's: what it has pulled, from `/api/tags`): type
+to filter, Enter to use the model as the aggregator or as one more reference, for this session (a `custom`
+preset; config.yaml is not touched)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from textual.widgets.option_list import Option
 
 from ...config import Config
 from ...llm import describe_error, list_models
+from ...providers import start_server
+from ...providers.lifecycle import ServerStart
+from ...providers.ollama import OLLAMA, address, installed_models
 from ...terminal import inert
 
 SHOWN = 200  # a provider like OpenRouter serves hundreds: filter rather than scroll
@@ -49,12 +53,40 @@ class ModelPicker(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _fetch(self) -> None:
+        if self.provider == OLLAMA:
+            self._fetch_ollama()
+            return
         try:
+            # A provider moa-chat runs itself (the local model) starts first: say so while it does.
+            start_server(self.provider, self.config, report=self._starting)
             models = list_models(self.provider, self.config)
         except Exception as exc:  # any failure is the provider's news, shown in the picker
             self.app.call_from_thread(self._show_error, describe_error(exc))
             return
         self.app.call_from_thread(self._show_models, models)
+
+    def _starting(self, event: ServerStart) -> None:
+        if event.stage == "starting":  # on the starting thread: the status changes on the UI's
+            self.app.call_from_thread(self._show_status, event.text)
+
+    def _show_status(self, text: str) -> None:
+        self.query_one("#model-status", Static).update(Content(inert(text)))
+
+    def _fetch_ollama(self) -> None:
+        """Ollama's own list of what it has pulled (asked again: it may have started, or pulled more, since)."""
+        models = installed_models(self.config, fresh=True)
+        answered = getattr(self.app, "ollama_answered", None)
+        if answered is not None:
+            self.app.call_from_thread(answered, models)  # the preset picker and the palette follow
+        if models is None:
+            self.app.call_from_thread(
+                self._show_error,
+                f"Ollama is not answering at {address(self.config)}: start it with `ollama serve`",
+            )
+        elif not models:
+            self.app.call_from_thread(self._show_error, "Ollama has no models yet: `ollama pull llama3.2` fetches one")
+        else:
+            self.app.call_from_thread(self._show_models, list(models))
 
     def _show_error(self, reason: str) -> None:
         self.query_one("#model-status", Static).update(Content.styled(inert(reason), "$text-error"))

@@ -2,9 +2,15 @@
 
 A preset that cannot run (its aggregator's key is not set) is dimmed and says which variable it needs;
 choosing it explains how to fix that instead of switching to a chat that would only fail.
+
+When an Ollama server on this machine has answered, its models follow the presets: Enter on one starts a
+Self-MoA on that model for the session (a `custom` preset), and a preset naming a model Ollama has not
+pulled says so. When Ollama is not running, the picker is exactly as without it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,19 +20,31 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...config import Config
+from ...config import Config, Preset
+from ...config.adhoc import SELF_MOA_SAMPLES
 from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
+from ...providers.ollama import OLLAMA, short_name
 from ...terminal import inert
 
+MODEL_OPTION = "ollama-model:"  # option ids of Ollama's models; a preset's option id is its name
 
-class PresetPicker(ModalScreen[str | None]):
+
+@dataclass(frozen=True)
+class SelfMoA:
+    """The picker's answer when a model was chosen rather than a preset: `provider:model`."""
+
+    spec: str
+
+
+class PresetPicker(ModalScreen[str | SelfMoA | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Close", id="close_picker")]
 
-    def __init__(self, config: Config, active: str) -> None:
+    def __init__(self, config: Config, active: str, *, ollama: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.config, self.active = config, active
         self.states: dict[str, Readiness] = {p.name: readiness(config, p) for p in cycle_order(config)}
+        self.ollama = ollama  # the models Ollama has pulled; None when it has not answered
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker", classes="modal-panel"):
@@ -49,10 +67,13 @@ class PresetPicker(ModalScreen[str | None]):
             dim = "" if state.runnable else "dim"
             refs = len(panel(preset))  # seats: a model asked 3 times (samples) counts 3
             seats = f"{refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}"
+            unpulled = self._not_pulled(preset)
             if not state.runnable:
                 status = Content.styled(f"needs {state.needs or 'a fix'}", "$text-warning")
             elif state.missing:
                 status = Content.styled(f"needs {state.needs} for some references", "$text-warning")
+            elif unpulled:
+                status = Content.styled(f"Ollama has not pulled {', '.join(unpulled)}", "$text-warning")
             else:
                 status = Content("")
             prompt = Content.assemble(
@@ -68,7 +89,53 @@ class PresetPicker(ModalScreen[str | None]):
                 status,
             )
             options.append(Option(prompt, id=preset.name))
+        return options + self._model_options(width)
+
+    def _not_pulled(self, preset: Preset) -> list[str]:
+        """The Ollama models `preset` names that Ollama does not have (none while it has not answered)."""
+        if not self.ollama:
+            return []
+        slots = (*preset.references, preset.aggregator)
+        wanted = {short_name(slot.model) for slot in slots if slot.provider == OLLAMA}
+        return sorted(wanted - set(self.ollama))
+
+    def _model_options(self, width: int) -> list[Option | None]:
+        """Ollama's models, after the presets: each one a Self-MoA for this session."""
+        if not self.ollama:
+            return []
+        options: list[Option | None] = [
+            None,
+            Option(
+                Content.assemble(
+                    ("  Ollama's models", "bold"),
+                    (
+                        f"  Self-MoA: {SELF_MOA_SAMPLES} answers and a synthesis by one model, for this session",
+                        "$text-muted",
+                    ),
+                ),
+                disabled=True,
+            ),
+        ]
+        for model in self.ollama:
+            label = f"{OLLAMA}:{model}"
+            prompt = Content.assemble(
+                "  ",
+                (f"{inert(model):<{width}}", "bold"),
+                "  ",
+                (f"{SELF_MOA_SAMPLES} samples → {inert(label)}", "$text-muted"),
+            )
+            options.append(Option(prompt, id=MODEL_OPTION + model))
         return options
+
+    def offer_ollama(self, models: tuple[str, ...] | None) -> None:
+        """Ollama answered while the picker was open: show its models (the highlighted row stays)."""
+        self.ollama = models
+        options = self.query_one(OptionList)
+        highlighted = options.highlighted_option
+        options.clear_options()
+        options.add_options(self._options())
+        if highlighted is not None and highlighted.id is not None:
+            options.highlighted = options.get_option_index(highlighted.id)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -85,7 +152,11 @@ class PresetPicker(ModalScreen[str | None]):
         self._explain("")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        state = self.states.get(event.option.id or "")
+        chosen = event.option.id or ""
+        if chosen.startswith(MODEL_OPTION) and self.ollama and chosen.removeprefix(MODEL_OPTION) in self.ollama:
+            self.dismiss(SelfMoA(f"{OLLAMA}:{chosen.removeprefix(MODEL_OPTION)}"))
+            return
+        state = self.states.get(chosen)
         if state is not None and not state.runnable:
             # Switching would only fail at the first prompt: say what to do instead.
             self._explain(state.problem or "")
