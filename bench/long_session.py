@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import as_run_app
+
 REPLY = (
     "Here is what the panel makes of it:\n\n"
     "1. **Measure first** — profile before changing anything; the slow part is rarely where you think.\n"
@@ -105,7 +107,9 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
     ChatScreen.on_turn_done = timed_turn_done  # type: ignore[method-assign]
 
     config = load_config(path)
-    app = FrameTimedApp(config, config.preset("bench"), theme="textual-dark", remember_theme=False)
+    app = FrameTimedApp(
+        config, config.preset("bench"), theme="textual-dark", remember_theme=False, **as_run_app(MoAChatApp)
+    )
     app.animation_level = "none"
     loop = asyncio.get_running_loop()
 

@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import as_run_app
+
 LINGER = 1.0  # seconds the app keeps running after showing the whole reply, to see whether it still paints
 MEASURE = "--measure"
 
@@ -221,7 +223,7 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
 
     config = load_config(path)
     app = frame_timed(MoAChatApp, frames, shows_whole)(
-        config, config.preset("bench"), theme="textual-dark", remember_theme=False
+        config, config.preset("bench"), theme="textual-dark", remember_theme=False, **as_run_app(MoAChatApp)
     )
     async with app.run_test(size=(120, 40)) as pilot:
         prompt = app.query_one(PromptInput)

@@ -658,6 +658,8 @@ async def laid_out(widget: Widget, timeout: float = 0.5) -> None:
     Not `call_after_refresh`: its callback can run before the layout a change asked for (a widget posts its
     layout request only when its own queue is idle).
     """
+    if widget.app._batch_count:
+        return  # no layout is painted inside App.batch_update: the caller goes on without one
     done = asyncio.get_running_loop().create_future()
 
     def on_layout(_: object) -> None:

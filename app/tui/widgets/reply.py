@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import time
@@ -40,6 +41,7 @@ class _Segment:
         self._wake = asyncio.Event()
         self._busy = False
         self._closing = False
+        self._closed = asyncio.Event()  # set by close(): the pause between batches ends at once
         self._batch = BATCH_CHARACTERS[0]
         self._task = asyncio.create_task(self._run())
 
@@ -77,8 +79,10 @@ class _Segment:
                 if not self._pending:
                     return
                 continue
-            # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next.
-            await asyncio.sleep(max(0.0, started + BATCH_PERIOD - time.monotonic()))
+            # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next (and the
+            # end of the turn, at once: the last text must not wait out the pause).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), max(0.0, started + BATCH_PERIOD - time.monotonic()))
 
     def _pace(self, characters: int, seconds: float) -> None:
         """Size the next batch to take about BATCH_SECONDS, judging by this one (a new kind of block, or the
@@ -91,6 +95,7 @@ class _Segment:
 
     async def close(self, reply_text: str) -> None:
         self._closing = True
+        self._closed.set()
         self._wake.set()
         await self._task
         await self.widget.end_stream()
@@ -235,10 +240,14 @@ class AssistantReply(Vertical):
             block.update_from(event)
 
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
-        await self._close_segment()
-        self.text = result.text or self.text  # segments joined as the conversation keeps them
-        self.panel = tuple(PanelAnswer(r.label, r.status, r.text, r.error) for r in result.references)
-        await self._end(result.status, result.error, result.seconds, tokens, result.warning)
+        # The last text, the last block made a widget and the footer, shown in one frame: each await between
+        # them would otherwise let a layout and a paint in (two frames of 25-45 ms before the reply looks done).
+        with self.app.batch_update():
+            await self._close_segment()
+            self.text = result.text or self.text  # segments joined as the conversation keeps them
+            self.panel = tuple(PanelAnswer(r.label, r.status, r.text, r.error) for r in result.references)
+            await self._end(result.status, result.error, result.seconds, tokens, result.warning)
+        self.screen.check_idle()  # see ReplyMarkdown._batch: the screen's update timer needs the nudge
 
     async def _end(
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
