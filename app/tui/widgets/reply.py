@@ -80,9 +80,13 @@ class _Segment:
                     return
                 continue
             # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next (and the
-            # end of the turn, at once: the last text must not wait out the pause).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closed.wait(), max(0.0, started + BATCH_PERIOD - time.monotonic()))
+            # end of the turn, at once: the last text must not wait out the pause). A cheap batch needs a short
+            # pause only: a slow stream's last token then shows as soon as Textual's own get_stream would show it.
+            spent = time.monotonic() - started
+            pause = min(BATCH_PERIOD - spent, 2 * spent)
+            if pause > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closed.wait(), pause)
 
     def _pace(self, characters: int, seconds: float) -> None:
         """Size the next batch to take about BATCH_SECONDS, judging by this one (a new kind of block, or the
