@@ -46,18 +46,10 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from harness import as_run_app
+from harness import REPLY, SessionProcess, as_run_app, write_config
 
-REPLY = (
-    "Here is what the panel makes of it:\n\n"
-    "1. **Measure first**: profile before changing anything; the slow part is rarely where you think.\n"
-    "2. **Cache what repeats**: a TTL cache keyed by the request keeps the common case fast.\n\n"
-    "```python\ndef cached(key, fetch, ttl=300):\n    hit = store.get(key)\n    return hit if hit else fetch()\n```\n\n"
-    "Run it on one real example, then ask a follow-up."
-)
 ADVICE = "Measure the slow path first, then cache what repeats and keep the common case cheap; check it twice."
 AGGREGATOR_FIRST_BYTE = 0.1  # seconds before the aggregator's first byte
 AGGREGATOR_PIECE = 0.005  # seconds between the aggregator's streamed pieces (about 40 of them)
@@ -68,18 +60,6 @@ READY, MEASURE = "ready", "measure"
 def reference_seconds(index: int, count: int) -> float:
     """How long reference `index` of `count` takes to answer: 0.3 s for the first to 0.6 s for the last."""
     return 0.3 + 0.3 * index / max(1, count - 1)
-
-
-def config_text(base_url: str, references: int) -> str:
-    refs = ", ".join(f"{{provider: bench, model: ref{i}}}" for i in range(references))
-    return (
-        "providers:\n"
-        f'  bench: {{base_url: "{base_url}", max_retries: 0}}\n'
-        "moa:\n  presets:\n    bench:\n"
-        f"      reference_models: [{refs}]\n"
-        "      aggregator: {provider: bench, model: agg}\n"
-        "      tools: none\n"
-    )
 
 
 def question(tag: str) -> str:
@@ -191,9 +171,7 @@ async def _tui_session(base_url: str, turns: int, references: int, profile: str 
     from moa_chat.tui.widgets.reply import AssistantReply
     from textual import events
 
-    home = Path(os.environ["MOA_CHAT_HOME"])
-    path = home / "config.yaml"
-    path.write_text(config_text(base_url, references))
+    path = write_config(base_url, references)
     watch: dict[str, Any] = {"condition": None, "at": None, "done_at": None}
 
     class FrameTimedApp(MoAChatApp):
@@ -285,38 +263,13 @@ async def _tui_session(base_url: str, turns: int, references: int, profile: str 
             print(json.dumps(result), flush=True)
 
 
-class TuiSession:
+class TuiSession(SessionProcess):
     def __init__(self, base_url: str, turns: int, references: int, env: dict[str, str], profile: str | None) -> None:
         argv = [sys.executable, __file__, "--tui", base_url, str(turns), str(references)]
-        if profile:
-            argv += ["--profile", profile]
-        self.turns = turns
-        self.process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**env, "MOA_CHAT_HOME": tempfile.mkdtemp(prefix="moa-bench-fanout-")},
-        )
-
-    def read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {self.turns}-turn session ended (exit {self.process.wait()})")
-        return dict(json.loads(line))
+        super().__init__([*argv, "--profile", profile] if profile else argv, turns, env)
 
     def measure(self, tag: str, profiled: bool = False) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{MEASURE} {tag} {int(profiled)}\n")
-        self.process.stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write("quit\n")
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+        return self.send(f"{MEASURE} {tag} {int(profiled)}")
 
 
 # --------------------------------------------------------------------------- moa-chat ask (the baseline)
@@ -329,9 +282,7 @@ def prime(base_url: str, turns: int, references: int) -> None:
     from moa_chat.session import ChatSession
     from moa_chat.store import SessionStore
 
-    path = Path(os.environ["MOA_CHAT_HOME"]) / "config.yaml"
-    path.write_text(config_text(base_url, references))
-    config = load_config(path)
+    config = load_config(write_config(base_url, references))
     session = ChatSession(config, config.preset("bench"), store=SessionStore())
     for number in range(1, turns):
         result = session.send(f"Warm-up {number}: and then?")

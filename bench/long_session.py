@@ -26,21 +26,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from harness import as_run_app
-
-REPLY = (
-    "Here is what the panel makes of it:\n\n"
-    "1. **Measure first** — profile before changing anything; the slow part is rarely where you think.\n"
-    "2. **Cache what repeats** — a TTL cache keyed by the request keeps the common case fast.\n\n"
-    "```python\ndef cached(key, fetch, ttl=300):\n    hit = store.get(key)\n    return hit if hit else fetch()\n```\n\n"
-    "Run it on one real example, then ask a follow-up."
-)
+from harness import REPLY, SessionProcess, as_run_app, write_config
 
 
 def serve() -> None:
@@ -74,16 +64,7 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
     from moa_chat.tui.widgets.prompt_input import PromptInput
     from moa_chat.tui.widgets.reply import AssistantReply
 
-    home = Path(os.environ["MOA_CHAT_HOME"])
-    path = home / "config.yaml"
-    path.write_text(
-        "providers:\n"
-        f'  bench: {{base_url: "{base_url}", max_retries: 0}}\n'
-        "moa:\n  presets:\n    bench:\n"
-        "      reference_models: [{provider: bench, model: ref}]\n"
-        "      aggregator: {provider: bench, model: agg}\n"
-        "      tools: none\n"
-    )
+    path = write_config(base_url)
     watch: dict[str, Any] = {"condition": None, "at": None, "also": None, "also_at": None, "done_at": None}
 
     class FrameTimedApp(MoAChatApp):
@@ -215,35 +196,10 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
 # --------------------------------------------------------------------------- the runs
 
 
-class Session:
+class Session(SessionProcess):
     def __init__(self, base_url: str, turns: int, env: dict[str, str], profile: str | None) -> None:
-        home = tempfile.mkdtemp(prefix="moa-bench-")
         argv = [sys.executable, __file__, "--session", base_url, str(turns)]
-        if profile:
-            argv += ["--profile", profile]
-        self.turns = turns
-        self.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**env, "MOA_CHAT_HOME": home}
-        )
-
-    def read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {self.turns}-turn session ended (exit {self.process.wait()})")
-        return json.loads(line)
-
-    def send(self, command: str) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write("quit\n")
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+        super().__init__([*argv, "--profile", profile] if profile else argv, turns, env)
 
 
 def main() -> None:

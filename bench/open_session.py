@@ -27,13 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPLY = (
-    "Here is what the panel makes of it:\n\n"
-    "1. **Measure first** — profile before changing anything; the slow part is rarely where you think.\n"
-    "2. **Cache what repeats** — a TTL cache keyed by the request keeps the common case fast.\n\n"
-    "```python\ndef cached(key, fetch, ttl=300):\n    hit = store.get(key)\n    return hit if hit else fetch()\n```\n\n"
-    "Run it on one real example, then ask a follow-up."
-)
+from harness import REPLY
 
 
 def build(path: Path, exchanges: int) -> str:

@@ -42,10 +42,9 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from harness import as_run_app
+from harness import as_run_app, write_config
 
 LINGER = 1.0  # seconds the app keeps running after showing the whole reply, to see whether it still paints
 MEASURE = "--measure"
@@ -195,16 +194,7 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
     from moa_chat.tui.widgets.prompt_input import PromptInput
     from moa_chat.tui.widgets.reply import AssistantReply
 
-    home = Path(os.environ["MOA_CHAT_HOME"])
-    path = home / "config.yaml"
-    path.write_text(
-        "providers:\n"
-        f'  bench: {{base_url: "{base_url}", max_retries: 0}}\n'
-        "moa:\n  presets:\n    bench:\n"
-        "      reference_models: [{provider: bench, model: ref}]\n"
-        "      aggregator: {provider: bench, model: agg}\n"
-        "      tools: none\n"
-    )
+    path = write_config(base_url)
 
     def shows_whole(app: Any) -> bool:
         replies = app.query(AssistantReply)
