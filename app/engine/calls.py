@@ -183,9 +183,7 @@ class ModelCall:
         on_sent = self.on_sent
 
         def send() -> Any:
-            if on_sent is None:
-                return self._call(**request)
-            with sending(on_sent):
+            with sending(on_sent) if on_sent is not None else contextlib.nullcontext():
                 return self._call(**request)
 
         try:

@@ -116,20 +116,19 @@ class _Start:
             self.provider.start(announce)
         except BaseException as exc:
             self.error = exc
-            with _lock:
-                _pending.pop(self.name, None)
-            if what:
-                seconds = round(time.monotonic() - began, 1)
-                text = f"{_capital(what)} did not start: {exc}"
-                self._tell(ServerStart(self.name, "failed", text, what, seconds))
-        else:
-            with _lock:
-                _pending.pop(self.name, None)
+        with _lock:
+            _pending.pop(self.name, None)
+            if self.error is None:
                 _running[self.name] = self.provider
+        try:
             if what:
                 seconds = round(time.monotonic() - began, 1)
-                text = f"{_capital(what)} is ready (started in {seconds:.1f}s)"
-                self._tell(ServerStart(self.name, "ready", text, what, seconds))
+                stage: Stage
+                if self.error is None:
+                    text, stage = f"{_capital(what)} is ready (started in {seconds:.1f}s)", "ready"
+                else:
+                    text, stage = f"{_capital(what)} did not start: {self.error}", "failed"
+                self._tell(ServerStart(self.name, stage, text, what, seconds))
         finally:
             self.done.set()
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Config
+from ..engine.events import ReplyDelta
 from ..privacy import apply
 
 
@@ -58,8 +59,6 @@ class DisplayScrub:
         self._held = ""
 
     def __call__(self, event: Any) -> None:
-        from ..engine import ReplyDelta
-
         if isinstance(event, ReplyDelta):
             self._held += event.text
             cut = max(self._held.rfind(" "), self._held.rfind("\n"), self._held.rfind("\t"))
@@ -73,8 +72,6 @@ class DisplayScrub:
         self._observer(scrubbed_event(event, self._scrub))
 
     def flush(self) -> None:
-        from ..engine import ReplyDelta
-
         if self._held:
             held, self._held = self._held, ""
             self._observer(ReplyDelta(self._scrub(held)))

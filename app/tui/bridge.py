@@ -96,7 +96,9 @@ class TurnBridge:
         return self._dispatched.wait(timeout)
 
     def __call__(self, event: Event) -> None:
-        if not isinstance(event, ReferenceQueued | ReferenceStarted):  # these two come before the requests
+        # Any event but these two (they come before the requests) says the requests have left. Once set, not
+        # again: this runs for every streamed token, and Event.set takes a lock and notifies.
+        if not self._dispatched.is_set() and not isinstance(event, ReferenceQueued | ReferenceStarted):
             self._dispatched.set()
         if isinstance(event, ReferencesSent):
             return  # for the waiter above alone: nothing to show

@@ -165,6 +165,16 @@ class FrozenBlocks(Widget):
             self.post_message(Markdown.LinkClicked(self.parent, href))
 
 
+@contextlib.contextmanager
+def batch_update(widget: Widget) -> Iterator[None]:
+    """Changes the screen shows together (App.batch_update), then a nudge to the screen: Textual's batch end
+    wakes the app, not the screen, whose update timer stays paused after a refresh it skipped, so the frame
+    would wait for the next message to reach the screen (a few hundred milliseconds while streaming)."""
+    with widget.app.batch_update():
+        yield
+    widget.screen.check_idle()
+
+
 def drawing_key(widget: Widget) -> object:
     """What, besides the width, drawn lines depend on: the theme and how colours reach the terminal."""
     app = widget.app
@@ -404,18 +414,8 @@ class ReplyMarkdown(Markdown):
         self._live: FrozenBlocks | None = None  # the growing block, drawn
         self._live_widget: MarkdownBlock | None = None  # or, if it cannot be drawn, the growing block's widget
 
-    @contextlib.contextmanager
-    def _batch(self) -> Iterator[None]:
-        """Changes the screen shows together (App.batch_update), then a nudge to the screen: Textual's batch end
-        wakes the app, not the screen, whose update timer stays paused after a refresh it skipped, so the frame
-        would wait for the next message to reach the screen (a few hundred milliseconds while streaming)."""
-        with self.app.batch_update():
-            yield
-        self.screen.check_idle()
-
-    @property
-    def drawing(self) -> bool:
-        return self._drawer is not None
+    def _batch(self) -> contextlib.AbstractContextManager[None]:
+        return batch_update(self)
 
     def update(self, markdown: str) -> AwaitComplete:
         self._tail, self._drawer = None, None  # Textual's update removes every block, stamps too

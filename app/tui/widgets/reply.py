@@ -21,7 +21,7 @@ from textual.widgets import Static
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
-from .markdown import ReplyMarkdown
+from .markdown import ReplyMarkdown, batch_update
 from .tool_block import ToolBlock
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -40,8 +40,7 @@ class _Segment:
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._busy = False
-        self._closing = False
-        self._closed = asyncio.Event()  # set by close(): the pause between batches ends at once
+        self._closed = asyncio.Event()  # set by close(): what is left goes at once, with no pause
         self._batch = BATCH_CHARACTERS[0]
         self._task = asyncio.create_task(self._run())
 
@@ -62,7 +61,7 @@ class _Segment:
             if self._pending:
                 text = "".join(self._pending)
                 self._pending.clear()
-                if len(text) > self._batch and not self._closing:
+                if len(text) > self._batch and not self._closed.is_set():
                     # More than a frame's worth: the rest waits for the next batch, after this one is shown.
                     text, rest = text[: self._batch], text[self._batch :]
                     self._pending.append(rest)
@@ -73,7 +72,7 @@ class _Segment:
                 finally:
                     self._busy = False
                 self._pace(len(text), time.monotonic() - started)
-            if self._closing:
+            if self._closed.is_set():
                 # The turn is over: what is left goes in one batch, at once (whoever closes the segment may be
                 # holding up the screen's messages, so no frame could come while we waited for one).
                 if not self._pending:
@@ -98,7 +97,6 @@ class _Segment:
         self._batch = int(min(high, max(low, (self._batch + wanted) / 2)))
 
     async def close(self, reply_text: str) -> None:
-        self._closing = True
         self._closed.set()
         self._wake.set()
         await self._task
@@ -246,12 +244,11 @@ class AssistantReply(Vertical):
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         # The last text, the last block made a widget and the footer, shown in one frame: each await between
         # them would otherwise let a layout and a paint in (two frames of 25-45 ms before the reply looks done).
-        with self.app.batch_update():
+        with batch_update(self):
             await self._close_segment()
             self.text = result.text or self.text  # segments joined as the conversation keeps them
             self.panel = tuple(PanelAnswer(r.label, r.status, r.text, r.error) for r in result.references)
             await self._end(result.status, result.error, result.seconds, tokens, result.warning)
-        self.screen.check_idle()  # see ReplyMarkdown._batch: the screen's update timer needs the nudge
 
     async def _end(
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
@@ -348,7 +345,6 @@ class AssistantReply(Vertical):
 
     def _shown_widgets(self, shown: _Shown) -> list[Widget]:
         self.text, self.panel, self.version = shown.text, shown.panel, shown.version
-        self._ended = shown.ended
         widgets: list[Widget] = []
         for part in shown.parts:
             if isinstance(part, str):
@@ -356,7 +352,6 @@ class AssistantReply(Vertical):
             else:
                 block = ToolBlock(part)
                 self._tools[f"{part.iteration}:{part.call_id}"] = block
-                self._parts.append(block)
                 widgets.append(block)
         return [*widgets, *self._ending(*shown.ended)]
 
