@@ -22,8 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -173,6 +171,9 @@ class LocalServer:
             raise
 
     def _wait_until_ready(self) -> None:
+        import urllib.error  # urllib.request (http.client, email) is 9 ms the app's start-up need not pay
+        import urllib.request
+
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             process = self.process

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import json
-import urllib.request
 
 from ..config import Config
 
@@ -24,6 +22,9 @@ def _root(base_url: str) -> str:
 
 @functools.cache
 def _installed(base_url: str) -> tuple[str, ...] | None:
+    import http.client  # here, not at the top: 9 ms the app's first screen need not wait for
+    import urllib.request
+
     # Whatever answers on that port (or nothing, or not HTTP, or not Ollama) is "no Ollama here", never a crash.
     with (
         contextlib.suppress(OSError, ValueError, TypeError, AttributeError, http.client.HTTPException),

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import os
 import signal
 import sys
 from collections.abc import Iterable
+from functools import partial
 from importlib.resources import files
 from pathlib import Path, PurePath
 from types import FrameType
@@ -31,7 +33,6 @@ from ..session import ChatSession
 from .commands import ModelCommands, PresetCommands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen
-from .screens.help import HelpScreen
 from .screens.preset_picker import PresetPicker
 
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
@@ -171,6 +172,8 @@ class MoAChatApp(App[int]):
 
     def action_help(self) -> None:
         chat = self.chat
+        from .screens.help import HelpScreen  # imported when first needed: see DEFERRED
+
         ids = [b.id for b in declared_bindings(chat) if b.id]
         self.push_screen(HelpScreen(help_rows(chat), ids))
 
@@ -179,8 +182,11 @@ class MoAChatApp(App[int]):
         so at start, and keep only the entries that can work. Then, the first frame painted, ask Ollama."""
         from .keys import check_keymap, keymap_notice, known_binding_ids
 
+        if self._freeze_heap:
+            gc.freeze()
+            gc.enable()
         self._ask_ollama()
-        warm_up(then=_freeze_once if self._freeze_heap else None)
+        warm_up(then=partial(_import_deferred, freeze=self._freeze_heap))
 
         usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
         if problems:
@@ -211,11 +217,29 @@ class MoAChatApp(App[int]):
         yield SystemCommand("Help", f"Keys and where to find more ({keys.get('help', 'F1')})", self.action_help)
 
 
+# What the first screen does not show, imported after it on the SDK's warm-up thread (or by the first action
+# that needs it, if that comes sooner): Textual's Markdown (markdown-it, Pygments' lexer map) and DataTable
+# were a quarter of the imports before the first screen (bench/startup.py).
+DEFERRED = (
+    "moa_chat.tui.widgets.markdown",
+    "moa_chat.tui.screens.help",
+    "moa_chat.tui.screens.panel",
+    "moa_chat.tui.screens.reference_detail",
+    "moa_chat.tui.screens.side_by_side",
+    "moa_chat.tui.screens.trace",
+)
 _frozen = False
 
 
+def _import_deferred(*, freeze: bool) -> None:
+    for name in DEFERRED:
+        importlib.import_module(name)
+    if freeze:
+        _freeze_once()
+
+
 def _freeze_once() -> None:
-    """Once the first screen is up and the SDK loaded (llm.warm_up calls this on its thread): everything
+    """Once the first screen is up and the SDK and DEFERRED loaded (on the warm-up thread): everything
     loaded so far goes out of the garbage collector's reach. A full collection visits every object, and the
     modules, classes and styles of start-up (the SDK's alone are 65,000) are most of them and live as long
     as the process: visiting them stopped the UI and the turn's threads for 100-200 ms at a time, mid-turn

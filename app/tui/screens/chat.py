@@ -54,12 +54,8 @@ from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
 from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
-from .panel import PanelAnswers
 from .preset_picker import PresetPicker, SelfMoA
-from .reference_detail import ReferenceDetail
 from .sessions import SessionsScreen
-from .side_by_side import SideBySide
-from .trace import TraceScreen
 
 if TYPE_CHECKING:
     from ..app import MoAChatApp
@@ -458,9 +454,13 @@ class ChatScreen(Screen[None]):
         if self._last_reply is None:
             self.notify("No reply yet.", severity="warning")
             return
+        from .panel import PanelAnswers  # imported when first needed: see DEFERRED in tui/app.py
+
         self.app.push_screen(PanelAnswers(self._last_reply.panel, self._last_reply.aggregator))
 
     def on_assistant_reply_panel_requested(self, event: AssistantReply.PanelRequested) -> None:
+        from .panel import PanelAnswers
+
         self.app.push_screen(PanelAnswers(event.reply.panel, event.reply.aggregator))
 
     def action_sessions(self) -> None:
@@ -533,9 +533,13 @@ class ChatScreen(Screen[None]):
         if self._last_reply is None:
             self.notify("No reply yet: the references' answers show here after a turn.", severity="warning")
             return
+        from .side_by_side import SideBySide
+
         self.app.push_screen(SideBySide(self._last_reply.panel, self._last_reply.aggregator))
 
     def action_trace(self) -> None:
+        from .trace import TraceScreen
+
         session = self.session
         self.app.push_screen(TraceScreen(session.store, session.id, traces_on=session.config.traces_for(self.preset)))
 
@@ -830,6 +834,8 @@ class ChatScreen(Screen[None]):
 
     def on_reference_card_selected(self, event: ReferenceCard.Selected) -> None:
         # Closed, it hands the keys back to the prompt: left on the card, what is typed next went nowhere.
+        from .reference_detail import ReferenceDetail
+
         self.app.push_screen(ReferenceDetail(event.card), lambda _: self.focus_prompt())
 
     def focus_prompt(self) -> None:

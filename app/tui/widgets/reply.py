@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -21,8 +21,10 @@ from textual.widgets import Static
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
-from .markdown import ReplyMarkdown, batch_update
 from .tool_block import ToolBlock
+
+if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
+    from .markdown import ReplyMarkdown
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 
@@ -205,6 +207,8 @@ class AssistantReply(Vertical):
         if not text:
             return
         if self._segment is None:
+            from .markdown import ReplyMarkdown
+
             self.set_status(None)
             widget = ReplyMarkdown(classes="reply-markdown")
             await self.mount(widget)
@@ -244,6 +248,8 @@ class AssistantReply(Vertical):
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         # The last text, the last block made a widget and the footer, shown in one frame: each await between
         # them would otherwise let a layout and a paint in (two frames of 25-45 ms before the reply looks done).
+        from .markdown import batch_update
+
         with batch_update(self):
             await self._close_segment()
             self.text = result.text or self.text  # segments joined as the conversation keeps them
@@ -344,6 +350,8 @@ class AssistantReply(Vertical):
         return build
 
     def _shown_widgets(self, shown: _Shown) -> list[Widget]:
+        from .markdown import ReplyMarkdown
+
         self.text, self.panel, self.version = shown.text, shown.panel, shown.version
         widgets: list[Widget] = []
         for part in shown.parts:
@@ -356,6 +364,8 @@ class AssistantReply(Vertical):
         return [*widgets, *self._ending(*shown.ended)]
 
     def _saved_widgets(self, messages: list[dict[str, Any]], turn: StoredTurn | None) -> list[Widget]:
+        from .markdown import ReplyMarkdown
+
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
         widgets: list[Widget] = []
         texts = []
