@@ -249,6 +249,7 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self.session = session
         self.notice = notice
+        self._history = session.history()  # the stored conversation this screen opens with, until it is shown
         self._cancel: CancelToken | None = None
         self._bridge: TurnBridge | None = None
         self._reply: AssistantReply | None = None
@@ -341,23 +342,29 @@ class ChatScreen(Screen[None]):
             # Not a Tab stop: focused, it showed nothing and swallowed what was typed. PgUp/PgDn and Ctrl+End
             # scroll it from anywhere; what can be done in it (a tool call, earlier messages) still takes focus.
             log.can_focus = False
-            yield log
+            with log:
+                if not self._history:
+                    # Composed, not mounted on mount: the first frame is then the whole screen (mounted, the
+                    # welcome and the notices came two frames after the rest, bench/startup.py).
+                    yield Welcome.for_preset(self.preset, key_texts(self))
+                    yield from self._opening_notices()
             yield ReferenceSidebar(self.preset, id="sidebar")
         yield PromptInput(id="prompt")
         yield KeyFooter()
         yield PathCompletion(id="path-completion")
 
+    def _opening_notices(self) -> list[NoticeWidget]:
+        """Why the app started as it did (the preset it chose), and a preset's missing keys."""
+        error, warning = self.session.preflight(self.preset)
+        opening = [(self.notice, "info"), (error, "error"), (warning, "warning")]
+        return [NoticeWidget(text, level) for text, level in opening if text]
+
     async def on_mount(self) -> None:
-        log = self.chat_log
-        history = self.session.history()
-        if history:
-            await self._render_session(history)
+        if self._history:
+            await self._render_session(self._history)
             self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
-        else:
-            await log.mount(Welcome.for_preset(self.preset, key_texts(self)))
-        if self.notice:
-            await log.mount(NoticeWidget(self.notice, "info"))
-        await self._announce_preflight(self.preset, in_log=True)
+            await self.chat_log.mount_all(self._opening_notices())
+        self._history = []  # the widgets have what they need; the log keeps no second copy
         prompt = self.query_one(PromptInput)
         prompt.prompt_history = self.session.prompt_history()
         prompt.focus()
@@ -768,14 +775,10 @@ class ChatScreen(Screen[None]):
             self.call_later(self.sidebar.show_preset, preset)
         self.call_later(self._announce_preflight, preset)
 
-    async def _announce_preflight(self, preset: Preset, in_log: bool = False) -> None:
+    def _announce_preflight(self, preset: Preset) -> None:
         error, warning = self.session.preflight(preset)
         for text, level in ((error, "error"), (warning, "warning")):
-            if not text:
-                continue
-            if in_log:
-                await self.chat_log.mount(NoticeWidget(text, level))
-            else:
+            if text:
                 self.notify(text, severity="error" if level == "error" else "warning", timeout=8)
 
     def _cycle_preset(self, step: int) -> None:
