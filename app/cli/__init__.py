@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             from .ask import ask
 
             return ask(config, choice.preset, args, notice=choice.notice)
+        # The chat's start-up makes a few hundred thousand objects that live as long as the process; collecting
+        # among them found nothing and took 30 ms of the first screen (bench/startup.py). The app turns the
+        # collector back on at its first frame (MoAChatApp.on_ready).
+        gc.disable()
         session, notice = _tui_session(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
         return _usage_error(exc)

@@ -71,8 +71,9 @@ class MoAChatApp(App[int]):
         session: ChatSession | None = None,
         freeze_heap: bool = False,
     ) -> None:
-        """`freeze_heap`: once the first screen is up and the SDK loaded, keep what exists then out of the
-        garbage collector's reach (_freeze_once); for a process that is the app's alone (run_app)."""
+        """`freeze_heap`: for a process that is the app's alone (run_app). At the first frame, and again once
+        the SDK is loaded, what exists then is put out of the garbage collector's reach (_freeze_once); the
+        command line paused the collector for the start-up, and the first frame resumes it."""
         super().__init__()
         self._quitting = False
         self.config = config
