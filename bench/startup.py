@@ -1,11 +1,14 @@
 """How fast does moa-chat start, against a bare Textual app and a bare Python?
 
-Each measurement runs a fresh process in a pseudo-terminal of 120×36, as a user's terminal would, and
-stops the clock when the screen a user sees is complete: for the chat, when the header, the prompt and
-the footer have all been written (the app paints its first full screen in one frame); for the bare Textual
-app, when its label and footer have. The two alternate, round after round, so noise on this shared machine
-hits both alike. The command-line subcommands are timed to their exit.
+Each measurement runs a fresh process in a pseudo-terminal of 120×36, as a user's terminal would, feeds
+what it writes to a terminal emulator (pyte), and stops the clock at the last change to the screen's text:
+the moment the screen a user sees is complete and stays so (the run ends after a second without a change,
+which a blinking cursor does not make). Waiting for a few strings instead stopped early: the footer was in
+the first frame, and the notices under the welcome only in the next. The chat and a bare Textual app
+alternate, round after round, so noise on this shared machine hits both alike. The command-line
+subcommands are timed to their exit.
 
+    pip install -e '.[bench]'        # pyte, the terminal emulator
     python bench/startup.py [--rounds 7] [--quick]
 """
 
@@ -28,6 +31,11 @@ import textwrap
 import time
 from pathlib import Path
 
+try:
+    import pyte
+except ImportError:
+    sys.exit("bench/startup.py reads the screen with pyte: pip install -e '.[bench]'")
+
 BARE_APP = textwrap.dedent(
     """
     from textual.app import App
@@ -43,33 +51,42 @@ BARE_APP = textwrap.dedent(
     Hello().run()
     """
 )
-# Text that appears only once the whole first screen is painted (the footer is the last thing written).
-CHAT_MARKERS = (b"moa-chat", b"Quit", b"Help")
-BARE_MARKERS = (b"hello from a bare", b"Quit")
+# Text the finished screen must show (so that an error screen, which settles too, is not timed as a start).
+CHAT_MARKERS = ("moa-chat", "Ask the panel", "Quit")
+BARE_MARKERS = ("hello from a bare", "Quit")
+COLUMNS, LINES = 120, 36
+QUIET = 1.0  # seconds without a change to the screen's text: the start-up is over
 
 
-def first_screen(argv: list[str], markers: tuple[bytes, ...], env: dict[str, str], timeout: float = 30.0) -> float:
-    """Seconds from spawning `argv` in a pty until every marker has been written to the terminal."""
+def first_screen(argv: list[str], markers: tuple[str, ...], env: dict[str, str], timeout: float = 30.0) -> float:
+    """Seconds from spawning `argv` in a pty to the last change of the screen's text before it settles."""
+    screen = pyte.Screen(COLUMNS, LINES)
+    stream = pyte.ByteStream(screen)
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, stdin=follower, stdout=follower, stderr=follower, env=env, start_new_session=True, close_fds=True
     )
     os.close(follower)
-    seen = b""
+    shown: list[str] = []
+    changed = started
     try:
-        while time.perf_counter() - started < timeout:
-            ready, _, _ = select.select([leader], [], [], 0.05)
+        while (now := time.perf_counter()) - started < timeout:
+            settled = now - changed >= QUIET and all(marker in "\n".join(shown) for marker in markers)
+            if settled:
+                return changed - started
+            ready, _, _ = select.select([leader], [], [], 0.02)
             if not ready:
                 continue
             try:
-                seen += os.read(leader, 65536)
+                stream.feed(os.read(leader, 65536))
             except OSError:
                 break
-            if all(marker in seen for marker in markers):
-                return time.perf_counter() - started
-        raise RuntimeError(f"{argv[-1]} never showed {markers} within {timeout}s; saw {seen[-400:]!r}")
+            if screen.display != shown:
+                shown, changed = screen.display, time.perf_counter()
+        text = "\n".join(line.rstrip() for line in shown)
+        raise RuntimeError(f"{argv[-1]} never settled on {markers} within {timeout}s; the screen:\n{text}")
     finally:
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -91,9 +108,14 @@ def main() -> None:
     rounds = 3 if args.quick else args.rounds
 
     home = Path(tempfile.mkdtemp(prefix="moa-bench-startup-"))
-    env = {**os.environ, "MOA_CHAT_HOME": str(home), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "36"}
+    env = {**os.environ, "MOA_CHAT_HOME": str(home), "TERM": "xterm-256color"}
+    env |= {"COLUMNS": str(COLUMNS), "LINES": str(LINES)}
     for name in [n for n in env if n.endswith("_API_KEY")]:
         del env[name]  # the offline demo, as a new user starts
+    # A user's Python caches compiled modules (pip compiles site-packages at install; an editable install
+    # writes app/__pycache__ on first run). Some sandboxes set PYTHONDONTWRITEBYTECODE, which would make
+    # every run recompile moa-chat's own modules while Textual's stay compiled: not what a user sees.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     bare = home / "bare_app.py"
     bare.write_text(BARE_APP)
     python = sys.executable
@@ -114,7 +136,7 @@ def main() -> None:
         rows["moa-chat --help"].append(to_exit([python, "-m", "moa_chat", "--help"], env))
         rows["moa-chat presets"].append(to_exit([python, "-m", "moa_chat", "presets"], env))
     medians = {name: statistics.median(times) for name, times in rows.items()}
-    print(f"start-up, median of {rounds} alternating rounds (120×36 pty)")
+    print(f"start-up to a settled screen, median of {rounds} alternating rounds ({COLUMNS}×{LINES} pty)")
     print(f"{'':36} {'median':>9} {'min':>9} {'max':>9}")
     for name, times in rows.items():
         print(f"{name:36} {medians[name] * 1000:8.0f}ms {min(times) * 1000:8.0f}ms {max(times) * 1000:8.0f}ms")
