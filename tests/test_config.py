@@ -135,6 +135,19 @@ def test_invalid_yaml_names_file_line_and_column(home):
     assert info.value.line is not None and info.value.line >= 4
 
 
+def test_yaml_errors_keep_the_clearer_words_of_the_pure_python_parser(tmp_path):
+    """YAML is parsed with libyaml (fast) and, only when that fails, again in pure Python for its message."""
+    from moa_chat.config.yaml_positions import YamlSyntaxError, load_yaml
+
+    assert load_yaml("a:\n  - 1\n  - {b: 2}\n", "ok.yaml").line_of("a") == 1
+    with pytest.raises(YamlSyntaxError) as info:
+        load_yaml("moa:\n\tpresets: {}\n", tmp_path / "config.yaml")
+    assert (info.value.line, info.value.column) == (2, 1)
+    assert "found character '\\t' that cannot start any token" in str(info.value)  # libyaml omits the '\t'
+    with pytest.raises(YamlSyntaxError, match="found undefined alias 'nope'"):
+        load_yaml("k: *nope\n", "aliases.yaml")
+
+
 def test_reference_without_model_names_preset_slot_and_line(home):
     path = write_config(
         home,
