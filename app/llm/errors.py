@@ -7,7 +7,6 @@ exist once it has been imported, so `_sdk()` finds it in sys.modules when there 
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import ipaddress
 import re
 import sys
@@ -139,6 +138,8 @@ def retry_after(exc: BaseException) -> float | None:
         return None
     with contextlib.suppress(TypeError, ValueError):
         return max(float(value), 0.0)
+    import email.utils  # an HTTP date is rare here, and the email package is 2 ms of every start-up
+
     with contextlib.suppress(TypeError, ValueError, IndexError):
         when = email.utils.parsedate_to_datetime(value)
         return max((when - datetime.now(when.tzinfo or UTC)).total_seconds(), 0.0)

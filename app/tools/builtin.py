@@ -14,7 +14,6 @@ import stat
 import subprocess
 import threading
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -346,28 +345,34 @@ def _kill_group(process: subprocess.Popen) -> None:
 # --------------------------------------------------------------------------- fetch_url
 
 
-class _TextOfHtml(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self._skip = 0
+def _text_of_html(html: str) -> str:
+    """The readable text of a page: no scripts or styles, a line break per block. html.parser is imported here,
+    on the first page fetched, not with the tools at every start-up (3 ms)."""
+    from html.parser import HTMLParser
 
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in ("script", "style", "noscript"):
-            self._skip += 1
-        elif tag in ("p", "br", "div", "li", "h1", "h2", "h3", "h4", "tr", "pre"):
-            self.parts.append("\n")
+    class TextOfHtml(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+            self._skip = 0
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style", "noscript") and self._skip:
-            self._skip -= 1
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag in ("script", "style", "noscript"):
+                self._skip += 1
+            elif tag in ("p", "br", "div", "li", "h1", "h2", "h3", "h4", "tr", "pre"):
+                self.parts.append("\n")
 
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("script", "style", "noscript") and self._skip:
+                self._skip -= 1
 
-    def text(self) -> str:
-        return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(self.parts))).strip()
+        def handle_data(self, data: str) -> None:
+            if not self._skip:
+                self.parts.append(data)
+
+    parser = TextOfHtml()
+    parser.feed(html)
+    return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(parser.parts))).strip()
 
 
 def _fetch_url(resolver: Resolver, args: dict[str, Any], cancel: CancelToken) -> str:
@@ -380,9 +385,7 @@ def _fetch_url(resolver: Resolver, args: dict[str, Any], cancel: CancelToken) ->
         return f"HTTP {status}, {kind or 'unknown type'}: binary content ({len(data):,} bytes) not shown"
     text = data.decode("utf-8", errors="replace")
     if "html" in kind.lower():
-        parser = _TextOfHtml()
-        parser.feed(text)
-        text = parser.text()
+        text = _text_of_html(text)
     note = f"\n[cut at {limit:,} bytes]" if cut else ""
     return f"HTTP {status} {kind}\n{text}{note}"
 

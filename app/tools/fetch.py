@@ -12,7 +12,7 @@ shared 100.64.0.0/10 range, link-local and cloud metadata such as 169.254.169.25
 
 from __future__ import annotations
 
-import http.client
+import functools
 import ipaddress
 import socket
 import ssl
@@ -21,10 +21,15 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.cancel import CancelToken
 from .registry import ToolError
+
+if TYPE_CHECKING:
+    import http.client
+
+    Connect = Callable[["Target", float], http.client.HTTPConnection]
 
 MAX_REDIRECTS = 5
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
@@ -125,33 +130,43 @@ def _connect(addresses: tuple[str, ...], port: int, timeout: float | None) -> so
     raise error or OSError("no address to connect to")
 
 
-class _PinnedHTTP(http.client.HTTPConnection):
-    def __init__(self, target: Target, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout)
-        self._addresses = target.addresses
+@functools.cache
+def _pinned_connections() -> tuple[Connect, Connect]:
+    """HTTP and HTTPS connections to the checked addresses. Made on the first fetch: http.client (and the email
+    package it parses headers with) is 4 ms of every start-up otherwise, for a tool most turns never call."""
+    import http.client
 
-    def connect(self) -> None:
-        self.sock = _connect(self._addresses, self.port, self.timeout)
+    class PinnedHTTP(http.client.HTTPConnection):
+        def __init__(self, target: Target, timeout: float) -> None:
+            super().__init__(target.host, target.port, timeout=timeout)
+            self._addresses = target.addresses
 
+        def connect(self) -> None:
+            self.sock = _connect(self._addresses, self.port, self.timeout)
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, target: Target, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
-        self._addresses = target.addresses
+    class PinnedHTTPS(http.client.HTTPSConnection):
+        def __init__(self, target: Target, timeout: float) -> None:
+            super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
+            self._addresses = target.addresses
 
-    def connect(self) -> None:
-        sock = _connect(self._addresses, self.port, self.timeout)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
-        except BaseException:
-            sock.close()
-            raise
+        def connect(self) -> None:
+            sock = _connect(self._addresses, self.port, self.timeout)
+            try:
+                self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+            except BaseException:
+                sock.close()
+                raise
+
+    return PinnedHTTP, PinnedHTTPS
 
 
 def fetch(
     resolver: Resolver, url: str, *, limit: int, timeout: float, cancel: CancelToken
 ) -> tuple[int, str, bytes, bool]:
     """(status, content type, body up to `limit`, whether it was cut), following redirects safely."""
+    import http.client
+
+    pinned_http, pinned_https = _pinned_connections()
     first = resolver.target(url)
     # A local first host the approval check flagged was put to the user (a denied call never gets here):
     # it may redirect within itself. Any other local hop was never asked about.
@@ -169,8 +184,7 @@ def fetch(
                 f"refused: {url} redirects to {target.scheme}://{url_host(target.host)}, a local or private address "
                 f"({', '.join(target.addresses)}); fetch that URL itself if you mean it (it asks first)"
             )
-        connection_type = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
-        connection = connection_type(target, timeout)
+        connection = (pinned_https if target.scheme == "https" else pinned_http)(target, timeout)
         try:
             connection.request("GET", target.path, headers={"User-Agent": "moa-chat (fetch_url tool)"})
             response = connection.getresponse()
