@@ -101,6 +101,19 @@ def test_presets_lists_models_and_marks_the_default(home):
     assert "needs: OPENROUTER_API_KEY (not set)" in result.stdout
 
 
+def test_a_reader_that_stops_early_gets_no_traceback(home):
+    """`moa-chat presets | head -3`: the pipe closes before moa-chat has written; it stops quietly, status 1."""
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first write
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "moa_chat", "presets"], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    finally:
+        os.close(writer)
+    assert result.returncode == 1 and result.stderr == ""
+
+
 def _project(tmp_path):
     root = tmp_path / "project"
     root.mkdir()

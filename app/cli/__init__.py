@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command is None:
+        gc.disable()  # the chat starts with the garbage collector paused (__main__.py); its first frame resumes it
+    else:
+        gc.enable()
     try:
         config = load_config(args.config)
         if args.command == "presets":
@@ -162,10 +166,6 @@ def main(argv: list[str] | None = None) -> int:
             from .ask import ask
 
             return ask(config, choice.preset, args, notice=choice.notice)
-        # The chat's start-up makes a few hundred thousand objects that live as long as the process; collecting
-        # among them found nothing and took 30 ms of the first screen (bench/startup.py). The app turns the
-        # collector back on at its first frame (MoAChatApp.on_ready).
-        gc.disable()
         session, notice = _tui_session(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
         return _usage_error(exc)
