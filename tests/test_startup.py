@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 # Imported once the first screen is up (tui/app.py DEFERRED, llm.warm_up, the Ollama probe), never before it.
 WARMED = ("openai", "markdown_it", "textual.widgets._markdown", "textual.widgets._data_table", "urllib.request")
@@ -13,7 +14,8 @@ LATER = (*WARMED, "http.client", "html.parser", "email.utils")
 
 
 def run_python(code: str, tmp_path) -> None:
-    env = {"MOA_CHAT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    # No API key: the offline demo. The tests' folder on the path for tui_helpers.
+    env = {"MOA_CHAT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parent)}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120
     )
@@ -51,6 +53,45 @@ def test_what_was_deferred_is_loaded_once_the_first_screen_is_up(tmp_path):
                 await pilot.press("f1")  # a deferred screen opens as any other
                 await pilot.pause()
                 assert type(app.screen).__name__ == "HelpScreen"
+
+        asyncio.run(main())
+        """,
+        tmp_path,
+    )
+
+
+def test_a_session_runs_no_full_collection_mid_turn_and_one_after_each_turn(tmp_path):
+    """heap.py: CPython's full collections stopped every thread for 30-110 ms, mid-turn. In the app's own
+    process (freeze_heap, as run_app starts it) they run only after a turn, once its reply is painted."""
+    run_python(
+        """
+        import asyncio, gc, time
+        from moa_chat.config import load_config
+        from moa_chat.tui import heap
+        from moa_chat.tui.app import MoAChatApp
+        from tui_helpers import run_turn
+
+        async def main():
+            config = load_config(None)
+            app = MoAChatApp(config, config.preset("demo"), remember_theme=False, freeze_heap=True)
+            full: list[bool] = []  # for each full collection: whether a turn was running
+
+            def record(phase, info):
+                if phase == "start" and info["generation"] == 2:
+                    full.append(app.chat.turn_running)
+
+            async with app.run_test(size=(100, 30)) as pilot:
+                assert gc.isenabled() and gc.get_threshold() == heap.THRESHOLDS
+                gc.callbacks.append(record)
+                for question in ("one", "two"):
+                    await run_turn(pilot, question, timeout=60)
+                    before = len(full)
+                    deadline = time.monotonic() + 10
+                    while len(full) == before:
+                        assert time.monotonic() < deadline, "no collection after the turn"
+                        await asyncio.sleep(0.05)
+                gc.callbacks.remove(record)
+            assert full == [False, False], full
 
         asyncio.run(main())
         """,

@@ -30,6 +30,7 @@ from ..config.settings import load_settings, save_setting
 from ..llm import warm_up
 from ..providers.ollama import installed_models
 from ..session import ChatSession
+from . import heap
 from .commands import ModelCommands, PresetCommands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen
@@ -71,9 +72,8 @@ class MoAChatApp(App[int]):
         session: ChatSession | None = None,
         freeze_heap: bool = False,
     ) -> None:
-        """`freeze_heap`: for a process that is the app's alone (run_app). At the first frame, and again once
-        the SDK is loaded, what exists then is put out of the garbage collector's reach (_freeze_once); the
-        command line paused the collector for the start-up, and the first frame resumes it."""
+        """`freeze_heap`: for a process that is the app's alone (run_app): the garbage collector as heap.py
+        tells."""
         super().__init__()
         self._quitting = False
         self.config = config
@@ -184,8 +184,8 @@ class MoAChatApp(App[int]):
         from .keys import check_keymap, keymap_notice, known_binding_ids
 
         if self._freeze_heap:
-            gc.freeze()
-            gc.enable()
+            heap.first_frame()
+            self.watch(self.chat, "turn_running", self._turn_running_changed, init=False)
         self._ask_ollama()
         warm_up(then=partial(_import_deferred, freeze=self._freeze_heap))
 
@@ -194,6 +194,10 @@ class MoAChatApp(App[int]):
             self.set_keymap(usable)
             notice = keymap_notice(self.config.path, problems, key_texts(self.chat).get("help", "F1"))
             self.notify(notice, title="Keymap problems", severity="warning", timeout=20, markup=False)
+
+    def _turn_running_changed(self, running: bool) -> None:
+        if not running:
+            heap.collect_after_turn(self.set_timer, lambda: self.chat.turn_running)
 
     @work(thread=True, group="ollama", exit_on_error=False)
     def _ask_ollama(self) -> None:
@@ -229,27 +233,13 @@ DEFERRED = (
     "moa_chat.tui.screens.side_by_side",
     "moa_chat.tui.screens.trace",
 )
-_frozen = False
 
 
 def _import_deferred(*, freeze: bool) -> None:
     for name in DEFERRED:
         importlib.import_module(name)
     if freeze:
-        _freeze_once()
-
-
-def _freeze_once() -> None:
-    """Once the first screen is up and the SDK and DEFERRED loaded (on the warm-up thread): everything
-    loaded so far goes out of the garbage collector's reach. A full collection visits every object, and the
-    modules, classes and styles of start-up (the SDK's alone are 65,000) are most of them and live as long
-    as the process: visiting them stopped the UI and the turn's threads for 100-200 ms at a time, mid-turn
-    (bench/fanout.py). What dies later of the first screen stays (a few widgets): fine for a process that is
-    the app's alone, not for one running app after app (tests)."""
-    global _frozen
-    if not _frozen:
-        _frozen = True
-        gc.freeze()
+        heap.freeze_loaded()
 
 
 def _terminal_open() -> bool:
