@@ -84,10 +84,25 @@ class _Segment:
             # end of the turn, at once: the last text must not wait out the pause). A cheap batch needs a short
             # pause only: a slow stream's last token then shows as soon as Textual's own get_stream would show it.
             spent = time.monotonic() - started
+            if spent >= BATCH_PERIOD:
+                # A slow batch (a new kind of block, the first code block's lexer): the screen paints it before the
+                # next one starts. With no pause, two such batches ran back to back and held the screen still for
+                # 120-150 ms (bench/stream_render.py, 4,000 tokens at 2,000 tok/s).
+                await self._painted()
+                continue
             pause = min(BATCH_PERIOD - spent, 2 * spent)
-            if pause > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closed.wait(), pause)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), pause)
+
+    async def _painted(self) -> None:
+        """Until the screen has painted what the last batch changed, or the turn is over."""
+        painted = asyncio.get_running_loop().create_future()
+        self.widget.call_after_refresh(lambda: None if painted.done() else painted.set_result(None))
+        closed = asyncio.ensure_future(self._closed.wait())
+        try:
+            await asyncio.wait({painted, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
 
     def _pace(self, characters: int, seconds: float) -> None:
         """Size the next batch to take about BATCH_SECONDS, judging by this one (a new kind of block, or the
