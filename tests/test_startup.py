@@ -7,8 +7,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-# Imported once the first screen is up (tui/app.py DEFERRED, llm.warm_up, the Ollama probe), never before it.
-WARMED = ("openai", "markdown_it", "textual.widgets._markdown", "textual.widgets._data_table", "urllib.request")
+# Imported once the first screen is up (tui/app.py DEFERRED, llm.warm_up, the Ollama probe, the common code
+# languages' lexers: widgets/markdown.py), never before it.
+WARMED = (
+    *("openai", "markdown_it", "textual.widgets._markdown", "textual.widgets._data_table", "urllib.request"),
+    *("pygments.lexers.python", "pygments.lexers.shell", "pygments.lexers.javascript"),
+)
 # Imported when first used (fetch_url, a Retry-After date), never before the first screen either.
 LATER = (*WARMED, "http.client", "html.parser", "email.utils")
 
