@@ -311,13 +311,20 @@ def test_ctrl_c_in_ask_kills_a_running_command_and_says_nothing_false(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # A hang shows where each thread was: SIGABRT below makes faulthandler print their stacks.
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )
         deadline = time.monotonic() + 20
         while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         child = int(marker.read_text())
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
+        try:
+            out, err = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            out, err = process.communicate(timeout=20)
+            pytest.fail(f"ask did not exit 20 s after Ctrl-C; its threads:\n{err}")
         assert process.returncode == 130, err
         assert out == "Running it.\n"  # the partial reply ends its line
         assert "did not stop in time" not in err and "cancelled" in err
