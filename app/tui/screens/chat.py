@@ -20,7 +20,6 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import OptionList
@@ -42,6 +41,7 @@ from ...session.attachments import AttachmentError, attach, mentioned_files, rea
 from ...tools import ApprovalRequest, Decision
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
+from ..pacing import PromptlyPainted
 from ..widgets.chat_log import ChatLog, UserMessage, Welcome
 from ..widgets.chat_log import Notice as NoticeWidget
 from ..widgets.footer import KeyFooter
@@ -97,7 +97,7 @@ VERSIONS = Binding.Group("Versions")
 DISPATCH_WAIT = 0.1
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(PromptlyPainted[None]):
     # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
 

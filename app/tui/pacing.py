@@ -1,0 +1,54 @@
+"""When a screen paints: as soon as it is idle with something to show, at most once a frame period.
+
+Textual paints from a 60 Hz timer on a fixed grid: a screen that goes idle with a change to show resumes the
+timer, and the change waits for the grid's next tick. That wait (0-17 ms, 14-27 ms measured on a busy event
+loop) came on top of every frame a user waits for: the finished reply's footer, a key's echo, the prompt
+entering the log (bench/fanout.py: the turn's end 14-27 ms after its last change). Here a screen that goes
+idle with something to paint, a frame period or more after its last paint, paints at once; sooner than
+that, the timer paces it as before, so the frame rate stays capped.
+
+Textual is pinned (pyproject): this leans on `Screen._on_timer_update` (the timer's own callback: layout,
+then paint) and on the flags `Screen._on_idle` reads to decide that a paint is due.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from textual import events
+from textual.screen import UPDATE_PERIOD, Screen
+
+ResultType = TypeVar("ResultType")
+
+
+class PromptlyPainted(Screen[ResultType]):
+    """A screen that paints when it goes idle rather than at the timer's next tick."""
+
+    clock: Callable[[], float] = time.monotonic
+    _last_paint = float("-inf")
+
+    def _paint_due(self) -> bool:
+        return bool(
+            self._layout_required
+            or self._scroll_required
+            or self._repaint_required
+            or self._dirty_widgets
+            or self._recompose_required
+        )
+
+    def _on_timer_update(self) -> None:
+        self._last_paint = self.clock()
+        super()._on_timer_update()
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        # Screen._on_idle runs after this one (dispatch walks the class's MRO): with the paint done, it finds
+        # nothing due and runs the callbacks waiting for a refresh (call_after_refresh).
+        if (
+            not self.app._batch_count
+            and self.is_current
+            and self._paint_due()
+            and self.clock() - self._last_paint >= UPDATE_PERIOD
+        ):
+            self._on_timer_update()

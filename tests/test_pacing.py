@@ -1,0 +1,95 @@
+"""A screen paints when it goes idle with a change to show, not at the 60 Hz timer's next tick; at most once a
+frame period (moa_chat.tui.pacing). The screen's own update timer is stopped in these tests, so a frame can
+only come from the idle path, and the clock is the test's."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from moa_chat.tui.pacing import PromptlyPainted
+from textual import events
+from textual.app import App, ComposeResult
+from textual.screen import UPDATE_PERIOD
+from textual.widgets import Static
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Paced(PromptlyPainted[None]):
+    def compose(self) -> ComposeResult:
+        yield Static("before", id="text")
+
+
+class FrameCounting(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames = 0
+        self.painted = ""  # the text of the frames handed to the driver
+
+    def get_default_screen(self) -> Paced:
+        return Paced()
+
+    def _display(self, screen: Any, renderable: Any) -> None:
+        if renderable is not None:
+            self.frames += 1
+            self.painted += "".join(segment.text for segment in self.console.render(renderable))
+        super()._display(screen, renderable)
+
+
+async def _stopped_timer(app: FrameCounting, clock: Clock) -> Paced:
+    screen = app.screen
+    assert isinstance(screen, Paced)
+    screen.clock = clock
+    screen._update_timer.stop()  # from here on, only the idle path paints
+    return screen
+
+
+async def test_a_change_is_painted_as_soon_as_the_screen_is_idle() -> None:
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = await _stopped_timer(app, clock)
+        frames, app.painted = app.frames, ""
+        painted = asyncio.get_running_loop().create_future()
+        app.query_one("#text", Static).update("after")
+        # Textual runs these once nothing is left to paint: with the timer stopped, only if the idle path painted.
+        screen.call_after_refresh(lambda: painted.set_result(None))
+        await asyncio.wait_for(painted, timeout=10)
+        assert app.frames > frames
+        assert not screen._paint_due()
+        assert "after" in app.painted
+
+
+async def test_no_more_than_one_frame_a_period() -> None:
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = await _stopped_timer(app, clock)
+        screen._last_paint = clock.now - UPDATE_PERIOD / 2
+        app.query_one("#text", Static).update("after")
+        frames = app.frames
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames, "painted again within a frame period"
+        assert screen._paint_due()
+        clock.now += UPDATE_PERIOD
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames + 1
+        assert not screen._paint_due()
+        assert screen._last_paint == clock.now  # the next frame is paced from this one
+
+
+async def test_nothing_to_show_paints_nothing() -> None:
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)) as pilot:
+        await pilot.pause()
+        screen = await _stopped_timer(app, clock)
+        clock.now += 10
+        frames = app.frames
+        assert not screen._paint_due()
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames
