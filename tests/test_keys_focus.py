@@ -22,6 +22,8 @@ from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from moa_chat.tui.widgets.tool_block import ToolHeader
 from textual import events
 from textual._xterm_parser import XTermParser
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 from tui_helpers import make_app, run_turn, send, wait_until
@@ -148,6 +150,25 @@ def working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.chdir(folder)
     return folder
+
+
+async def test_the_prompt_has_focus_from_the_first_frame(home, monkeypatch):
+    # Textual's default gave it to the first focusable widget, a reference card, and the prompt took it a frame
+    # later: in a terminal the card's focus showed, then moved.
+    given: list[str] = []
+    set_focus = Screen.set_focus
+
+    def recording(self: Screen, widget: Widget | None, *args: object, **kwargs: object) -> None:
+        if widget is not None:
+            given.append(type(widget).__name__)
+        set_focus(self, widget, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Screen, "set_focus", recording)
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.focused, PromptInput)
+    assert given and set(given) == {"PromptInput"}, given
 
 
 async def test_closing_a_references_answer_gives_the_keys_back_to_the_prompt(home):

@@ -100,6 +100,9 @@ DISPATCH_WAIT = 0.1
 class ChatScreen(PromptlyPainted[None]):
     # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
+    # The prompt has focus in the first frame. Textual's default, the first focusable widget, put it on the
+    # first reference card, and on_mount's focus() moved it a frame later: the card flashed (60 ms, in a pty).
+    AUTO_FOCUS = "PromptInput"
 
     # The log's own children can take focus (a tool call, "earlier messages"): focus is never invisible.
     DEFAULT_CSS = """
