@@ -1,12 +1,12 @@
 """How fast does moa-chat start, against a bare Textual app and a bare Python?
 
-Each measurement runs a fresh process in a pseudo-terminal of 120×36, as a user's terminal would, feeds
-what it writes to a terminal emulator (pyte), and stops the clock at the last change to the screen's text:
-the moment the screen a user sees is complete and stays so (the run ends after a second without a change,
-which a blinking cursor does not make). Waiting for a few strings instead stopped early: the footer was in
-the first frame, and the notices under the welcome only in the next. The chat and a bare Textual app
-alternate, round after round, so noise on this shared machine hits both alike. The command-line
-subcommands are timed to their exit.
+Each measurement runs a fresh process in a pseudo-terminal of 120×36, as a user's terminal would, reads what
+it writes as it comes, feeds it to a terminal emulator (pyte), and stops the clock at the arrival of the
+bytes that made the last change to the screen's text: the moment the screen a user sees is complete and
+stays so (the run ends after a second without a change, which a blinking cursor does not make). Waiting for
+a few strings instead stopped early: the footer was in the first frame, and the notices under the welcome
+only in the next. The chat and a bare Textual app alternate, round after round, so noise on this shared
+machine hits both alike. The command-line subcommands are timed to their exit.
 
     pip install -e '.[bench]'        # pyte, the terminal emulator
     python bench/startup.py [--rounds 7] [--quick]
@@ -28,6 +28,7 @@ import sys
 import tempfile
 import termios
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -59,38 +60,56 @@ QUIET = 1.0  # seconds without a change to the screen's text: the start-up is ov
 
 
 def first_screen(argv: list[str], markers: tuple[str, ...], env: dict[str, str], timeout: float = 30.0) -> float:
-    """Seconds from spawning `argv` in a pty to the last change of the screen's text before it settles."""
+    """Seconds from spawning `argv` in a pty to the arrival of the bytes that last changed the screen's text
+    before it settled."""
     screen = pyte.Screen(COLUMNS, LINES)
     stream = pyte.ByteStream(screen)
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    arrived: list[tuple[float, bytes]] = []
+    done = threading.Event()
+
+    def drain() -> None:
+        # As a real terminal does, the pty is read the moment the app writes. Parsing here would be pyte's pace
+        # (tens of milliseconds for each 4 KB the pty buffers), and the app's writes would wait on it: a first
+        # frame of 20 KB took 150 ms longer to arrive than one of 3 KB, for the emulator's sake alone.
+        while not done.is_set():
+            ready, _, _ = select.select([leader], [], [], 0.02)
+            if ready:
+                try:
+                    data = os.read(leader, 65536)
+                except OSError:
+                    return
+                arrived.append((time.perf_counter(), data))
+
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, stdin=follower, stdout=follower, stderr=follower, env=env, start_new_session=True, close_fds=True
     )
     os.close(follower)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     shown: list[str] = []
     changed = started
+    parsed = 0
     try:
         while (now := time.perf_counter()) - started < timeout:
-            settled = now - changed >= QUIET and all(marker in "\n".join(shown) for marker in markers)
-            if settled:
+            time.sleep(0.05)
+            for at, data in arrived[parsed:]:
+                parsed += 1
+                stream.feed(data)
+                if screen.display != shown:
+                    shown, changed = screen.display, at
+            if now - changed >= QUIET and all(marker in "\n".join(shown) for marker in markers):
                 return changed - started
-            ready, _, _ = select.select([leader], [], [], 0.02)
-            if not ready:
-                continue
-            try:
-                stream.feed(os.read(leader, 65536))
-            except OSError:
-                break
-            if screen.display != shown:
-                shown, changed = screen.display, time.perf_counter()
         text = "\n".join(line.rstrip() for line in shown)
         raise RuntimeError(f"{argv[-1]} never settled on {markers} within {timeout}s; the screen:\n{text}")
     finally:
+        done.set()
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        reader.join()
         os.close(leader)
 
 
