@@ -13,8 +13,11 @@ on the shared machine hits both alike), each measures, by the frames it hands to
 and reports its RSS and the widgets mounted. The summary gives medians and the turn-200 / turn-10 ratios.
 
     python bench/long_session.py [--rounds 3] [--quick] [--turns 10,200] [--profile PATH]
+                                 [--tree before=/path/to/a/copy]
 
---profile writes a cProfile of one send-and-render at the higher turn count (pstats, to PATH).
+--profile writes a cProfile of one send-and-render at the higher turn count (pstats, to PATH). --tree adds
+sessions run from another copy of the package (a folder holding moa_chat/), for a before/after comparison
+in the same run.
 """
 
 from __future__ import annotations
@@ -208,6 +211,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 turns against 40, one round: a smoke run")
     parser.add_argument("--turns", default="10,200", help="the two turn counts (default 10,200)")
     parser.add_argument("--profile", help="cProfile one send-and-render of the longer session into this file")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to run")
     parser.add_argument("--session", nargs=2, metavar=("URL", "TURNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.session:
@@ -217,68 +221,85 @@ def main() -> None:
     short, long = (5, 40) if args.quick else tuple(int(n) for n in args.turns.split(","))
     rounds = 1 if args.quick else args.rounds
     env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
+    trees = {"": None, **{name: path for name, _, path in (t.partition("=") for t in args.tree)}}
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
     assert server.stdout is not None
     base_url = json.loads(server.stdout.readline())["base_url"]
     started = time.monotonic()
-    sessions = {
-        short: Session(base_url, short, env, None),
-        long: Session(base_url, long, env, args.profile),
-    }
+    sessions: dict[tuple[str, int], Session] = {}
+    for tree, path in trees.items():
+        tree_env = env if path is None else {**env, "PYTHONPATH": path}
+        sessions[tree, short] = Session(base_url, short, tree_env, None)
+        sessions[tree, long] = Session(base_url, long, tree_env, args.profile if path is None else None)
     try:
-        # Both talk their way to their turn count at once (not measured); then the rounds alternate.
-        ready: dict[int, dict[str, Any]] = {}
-        threads = [threading.Thread(target=lambda s=s: ready.__setitem__(s.turns, s.read())) for s in sessions.values()]
+        # All talk their way to their turn counts at once (not measured); then the rounds alternate.
+        threads = [threading.Thread(target=s.read) for s in sessions.values()]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         print(f"sessions at {short} and {long} turns after {time.monotonic() - started:.0f} s", file=sys.stderr)
-        results: dict[int, list[dict[str, float]]] = {short: [], long: []}
+        results: dict[tuple[str, int], list[dict[str, float]]] = {key: [] for key in sessions}
+        keys = list(sessions)
         for round_ in range(rounds):
-            for turns in (short, long) if round_ % 2 == 0 else (long, short):
-                outcome = sessions[turns].send("measure")
-                results[turns].append(outcome)
-                print(f"  round {round_ + 1}, {turns} turns: {outcome}", file=sys.stderr, flush=True)
+            for key in keys if round_ % 2 == 0 else keys[::-1]:
+                outcome = sessions[key].send("measure")
+                results[key].append(outcome)
+                tree, turns = key
+                print(f"  round {round_ + 1}, {label(tree, turns)}: {outcome}", file=sys.stderr, flush=True)
         if args.profile:
-            sessions[long].send("profile")
+            sessions["", long].send("profile")
     finally:
         for one in sessions.values():
             one.close()
         assert server.stdin is not None
         server.stdin.close()
         server.wait(timeout=10)
-    keys = ("send_and_render", "send", "render", "ui_cpu", "key", "pgup", "rss_mb", "widgets")
-    median = {turns: {key: statistics.median(r[key] for r in runs) for key in keys} for turns, runs in results.items()}
+    names = ("send_and_render", "send", "render", "ui_cpu", "key", "pgup", "rss_mb", "widgets")
+    median = {key: {name: statistics.median(r[name] for r in runs) for name in names} for key, runs in results.items()}
     print(f"A live session at turn {short} and at turn {long} (median of {rounds} rounds, alternating):")
     print("(send+render: Enter to the frame showing the finished reply, models included; of which the UI's own")
     print(" share: send, Enter to the frame showing the prompt; render, the result's arrival to the reply's end;")
     print(" UI CPU, the CPU time the UI thread used over the whole turn)")
     columns = ("send", "render", "ui_cpu", "key", "pgup")
     head = "".join(f"{name:>9}" for name in ("send", "render", "UI CPU", "key", "PgUp", "RSS", "widgets"))
-    print(f"{'':12}{'send+render':>13}{head}")
-    for turns, figures in median.items():
-        times = "".join(f"{figures[key] * 1000:>7.0f}ms" for key in columns)
+    print(f"{'':20}{'send+render':>13}{head}")
+    for (tree, turns), figures in median.items():
+        times = "".join(f"{figures[name] * 1000:>7.0f}ms" for name in columns)
         print(
-            f"{f'turn {turns}':12}{figures['send_and_render'] * 1000:>11.0f}ms{times}"
+            f"{label(tree, turns):20}{figures['send_and_render'] * 1000:>11.0f}ms{times}"
             f"{figures['rss_mb']:>7.0f}MB{figures['widgets']:>9.0f}"
         )
-    a, b = median[short], median[long]
-    ratios = ", ".join(
-        f"{name} ×{b[key] / a[key]:.2f}"
-        for name, key in (
-            ("send+render", "send_and_render"),
-            ("send", "send"),
-            ("render", "render"),
-            ("UI CPU", "ui_cpu"),
-            ("key", "key"),
+    for tree in trees:
+        a, b = median[tree, short], median[tree, long]
+        ratios = ", ".join(
+            f"{name} ×{b[key] / a[key]:.2f}"
+            for name, key in (
+                ("send+render", "send_and_render"),
+                ("send", "send"),
+                ("render", "render"),
+                ("UI CPU", "ui_cpu"),
+                ("key", "key"),
+            )
         )
-    )
-    rest = f"PgUp ×{b['pgup'] / a['pgup']:.2f}, RSS ×{b['rss_mb'] / a['rss_mb']:.2f}"
-    print(f"turn {long} / turn {short}: {ratios}, {rest}, widgets ×{b['widgets'] / a['widgets']:.2f}")
+        rest = f"PgUp ×{b['pgup'] / a['pgup']:.2f}, RSS ×{b['rss_mb'] / a['rss_mb']:.2f}"
+        widgets = f"widgets ×{b['widgets'] / a['widgets']:.2f}"
+        print(f"{tree or 'this tree'}: turn {long} / turn {short}: {ratios}, {rest}, {widgets}")
+    for tree in [t for t in trees if t]:
+        for turns in (short, long):
+            was, now = median[tree, turns], median["", turns]
+            shown = ", ".join(f"{name} {was[name] * 1000:.0f}ms → {now[name] * 1000:.0f}ms" for name in columns)
+            print(
+                f"turn {turns}, {tree} → this tree: send+render {was['send_and_render'] * 1000:.0f}ms → "
+                f"{now['send_and_render'] * 1000:.0f}ms, {shown}"
+            )
     print(f"(all in {time.monotonic() - started:.0f} s)")
+
+
+def label(tree: str, turns: int) -> str:
+    return f"turn {turns}{'@' + tree if tree else ''}"
 
 
 if __name__ == "__main__":
