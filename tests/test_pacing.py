@@ -47,6 +47,7 @@ async def _stopped_timer(app: FrameCounting, clock: Clock) -> Paced:
     screen = app.screen
     assert isinstance(screen, Paced)
     screen.clock = clock
+    screen._last_paint = clock.now - 1  # on the test's clock: its last paint was a second ago
     screen._update_timer.stop()  # from here on, only the idle path paints
     return screen
 
@@ -93,3 +94,16 @@ async def test_nothing_to_show_paints_nothing() -> None:
         assert not screen._paint_due()
         await PromptlyPainted._on_idle(screen, events.Idle())
         assert app.frames == frames
+
+
+async def test_a_screen_can_leave_the_pacing_to_the_timer() -> None:
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = await _stopped_timer(app, clock)
+        clock.now += 10
+        screen.paints_promptly = lambda: False  # type: ignore[method-assign]
+        app.query_one("#text", Static).update("after")
+        frames = app.frames
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames
+        assert screen._paint_due()  # left for the timer's tick

@@ -2,10 +2,14 @@
 
 Textual paints from a 60 Hz timer on a fixed grid: a screen that goes idle with a change to show resumes the
 timer, and the change waits for the grid's next tick. That wait (0-17 ms, 14-27 ms measured on a busy event
-loop) came on top of every frame a user waits for: the finished reply's footer, a key's echo, the prompt
-entering the log (bench/fanout.py: the turn's end 14-27 ms after its last change). Here a screen that goes
-idle with something to paint, a frame period or more after its last paint, paints at once; sooner than
-that, the timer paces it as before, so the frame rate stays capped.
+loop) came on top of every frame a user waits for: the finished reply's footer, a key's echo
+(bench/fanout.py: the turn's end 14-27 ms after its last change). Here a screen that goes idle with
+something to paint, a frame period or more after its last paint, paints at once; sooner than that, the
+timer paces it as before, so the frame rate stays capped. A screen may also leave the pacing to the timer
+for a while (`paints_promptly`). The chat does while a turn runs: painting each streamed batch at
+once doubled the frames (55 against 29 in 2 s), on a UI thread that 2,000 tok/s keeps near saturation, and
+in 2 of 3 rounds the last of 4,000 tokens showed 100-180 ms later (bench/stream_render.py; a 5-round rerun
+put all three within noise). Until that is settled, a stream keeps the timer's pace.
 
 Textual is pinned (pyproject): this leans on `Screen._on_timer_update` (the timer's own callback: layout,
 then paint) and on the flags `Screen._on_idle` reads to decide that a paint is due.
@@ -29,6 +33,10 @@ class PromptlyPainted(Screen[ResultType]):
     clock: Callable[[], float] = time.monotonic
     _last_paint = float("-inf")
 
+    def paints_promptly(self) -> bool:
+        """Whether a change is painted as soon as the screen is idle just now; if not, at the timer's tick."""
+        return True
+
     def _paint_due(self) -> bool:
         return bool(
             self._layout_required
@@ -49,6 +57,7 @@ class PromptlyPainted(Screen[ResultType]):
             not self.app._batch_count
             and self.is_current
             and self._paint_due()
+            and self.paints_promptly()
             and self.clock() - self._last_paint >= UPDATE_PERIOD
         ):
             self._on_timer_update()

@@ -362,6 +362,11 @@ class ChatScreen(PromptlyPainted[None]):
         opening = [(self.notice, "info"), (error, "error"), (warning, "warning")]
         return [NoticeWidget(text, level) for text, level in opening if text]
 
+    def paints_promptly(self) -> bool:
+        # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end, and every key
+        # outside a turn, are painted at once.
+        return not self.turn_running
+
     async def on_mount(self) -> None:
         if self._history:
             await self._render_session(self._history)
