@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from ..config import Config, Preset
-from ..config.pricing import format_cost
+from ..config.pricing import cost_label
 from ..engine import CancelToken
 from ..engine.panel import panel
 from ..session import ChatSession, Notice, TurnResult
@@ -76,7 +76,7 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         reported = any(r.usage is not None for r in result.ledger.records)
         tokens = f"{result.usage.total_tokens:,} tokens" if reported else "tokens n/a"
         cost = result.ledger.cost()
-        spent = f" · {format_cost(cost)}{'' if result.ledger.cost_complete() else '+'}" if cost is not None else ""
+        spent = f" · {cost_label(cost, complete=result.ledger.cost_complete())}" if cost is not None else ""
         print(
             f"moa-chat: done in {result.seconds:.1f}s · {tokens}{spent}{saved}",
             file=sys.stderr,

@@ -49,3 +49,9 @@ def format_cost(dollars: float) -> str:
     if dollars < 0.01:
         return f"${dollars:.4f}"
     return f"${dollars:,.2f}" if dollars >= 1 else f"${dollars:.3f}"
+
+
+def cost_label(dollars: float, *, complete: bool) -> str:
+    """The cost as the header, the cards and `ask` show it: a "+" when some call that used tokens had no
+    price, since the sum then leaves it out and is only a lower bound."""
+    return format_cost(dollars) + ("" if complete else "+")

@@ -37,18 +37,23 @@ class UsageLedger:
         if isinstance(event, ReferenceFinished | AggregatorFinished):
             self.add(event.record)
 
+    def _of(self, role: Role | None) -> list[CallRecord]:
+        """All calls, or one role's: every total below can be asked for the whole turn or one part of it."""
+        return [r for r in self.records if role is None or r.role == role]
+
     def usage(self, role: Role | None = None) -> Usage:
         """Tokens reported by providers: all calls, or one role's."""
-        return sum_usage([r.usage for r in self.records if role is None or r.role == role])
+        return sum_usage([r.usage for r in self._of(role)])
 
     def cost(self, role: Role | None = None) -> float | None:
         """Dollars spent: the sum of what is known, None when no call's cost is (no price configured)."""
-        costs = [r.cost for r in self.records if (role is None or r.role == role) and r.cost is not None]
+        costs = [r.cost for r in self._of(role) if r.cost is not None]
         return sum(costs) if costs else None
 
-    def cost_complete(self) -> bool:
-        """Whether every call that used tokens has a cost (else the total leaves some out)."""
-        return all(r.cost is not None for r in self.records if r.usage is not None)
+    def cost_complete(self, role: Role | None = None) -> bool:
+        """Whether every call that used tokens has a cost (else the total leaves some out): all calls, or
+        one role's."""
+        return all(r.cost is not None for r in self._of(role) if r.usage is not None)
 
     def as_json(self) -> dict[str, Any]:
         cost = self.cost()

@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from ...config import Config, Preset
-from ...config.pricing import format_cost
+from ...config.pricing import cost_label
 from ...providers import readiness
 from ...session import UsageLedger
 from ...terminal import inert
@@ -42,7 +42,7 @@ class StatusHeader(Widget):
     def cost_text(self) -> str | None:
         if not self.cost:
             return None
-        return format_cost(self.cost) + ("" if self.cost_complete else "+")
+        return cost_label(self.cost, complete=self.cost_complete)
 
     def _right(self) -> Content:
         noun = "token" if self.tokens == 1 else "tokens"

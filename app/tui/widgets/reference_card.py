@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ...config.pricing import format_cost
+from ...config.pricing import cost_label
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
@@ -237,7 +237,7 @@ class ReferenceCard(Widget, can_focus=True):
         """What its calls cost; nothing for a free one (a local model) or one with no price at all."""
         if not self.cost:
             return None
-        return format_cost(self.cost) + ("+" if self.cost_partial else "")
+        return cost_label(self.cost, complete=not self.cost_partial)
 
     def _facts(self, facts: list[str], ttft: str | None, width: int) -> list[str]:
         """The facts on as few lines as they take, each fact whole on one line. Time to first token is the

@@ -93,10 +93,9 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             tokens = ledger.usage("aggregator").completion_tokens
             self.aggregator_card.tokens = tokens or self.aggregator_card.tokens
             # The ledger has every round (tool iterations run the aggregator again): its sum is the card's.
-            rounds = [record for record in ledger.records if record.role == "aggregator"]
-            if rounds:
+            if any(record.role == "aggregator" for record in ledger.records):
                 self.aggregator_card.cost = ledger.cost("aggregator")
-                self.aggregator_card.cost_partial = any(r.cost is None and r.usage is not None for r in rounds)
+                self.aggregator_card.cost_partial = not ledger.cost_complete("aggregator")
                 self.aggregator_card.refresh(layout=True)
         for card in self.cards():
             if card.status in ("queued", "running"):
