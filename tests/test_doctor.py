@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
+import pytest
 from conftest import WIRE_CONFIG, write_config
 from moa_chat.cli import main
 
@@ -62,3 +64,37 @@ def test_an_unreachable_endpoint_is_reported(home, capsys):
     code, out = run(capsys)
     assert code == 1
     assert f"✗ gone: could not list its models: connection refused by http://127.0.0.1:{port}/v1" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "exit_code"),
+    [("moa:\n  default_preset: demo\n", "✓ config: ", 0), ("moa:\n  presets:\n    x: [oops\n", "✗ config: ", 1)],
+    ids=["good", "broken"],
+)
+def test_one_run_loads_the_config_once(home, capsys, monkeypatch, text, first, exit_code):
+    """Once in all, not once to dispatch and again in the doctor. The loader's cache hides a second read of
+    a good file, so the loads are counted too, where the command line and the doctor call them."""
+    import moa_chat.cli
+    import moa_chat.cli.doctor as doctor_module
+    from moa_chat.config import load_config
+
+    path = write_config(home, text)
+    loads: list[Path | None] = []
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counted_load(config_path=None):
+        loads.append(config_path)
+        return load_config(config_path)
+
+    def counted_read(self, *args, **kwargs):
+        if self == path:
+            reads.append(self)
+        return read_text(self, *args, **kwargs)
+
+    for module in (moa_chat.cli, doctor_module):
+        monkeypatch.setattr(module, "load_config", counted_load)
+    monkeypatch.setattr(Path, "read_text", counted_read)
+    code, out = run(capsys)
+    assert code == exit_code and out.startswith(first), out
+    assert (len(loads), len(reads)) == (1, 1)

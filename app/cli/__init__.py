@@ -126,25 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         gc.disable()  # the chat starts with the garbage collector paused (__main__.py); its first frame resumes it
     else:
         gc.enable()
+    if args.command == "doctor":
+        return _doctor(args.config)
     try:
         config = load_config(args.config)
         if args.command == "presets":
             return list_presets(config, sys.stdout, as_json=args.json)
     except ConfigError as exc:
-        if args.command == "doctor":  # a broken config is the doctor's first finding, not an error
-            from .doctor import doctor
-
-            return doctor(args.config, sys.stdout)
         return _usage_error(exc)
     # Only what follows talks to providers or the store: their imports (the openai SDK above all, half a
     # second) are paid here, so `presets` and `--help` start at once.
     from ..store import SessionStore, StoreError
 
     try:
-        if args.command == "doctor":
-            from .doctor import doctor
-
-            return doctor(args.config, sys.stdout)
         if args.command == "sessions":
             from .sessions import list_sessions
 
@@ -172,6 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     from ..tui.app import run_app
 
     return run_app(config, session, notice=notice)
+
+
+def _doctor(config_path: Path | None) -> int:
+    """`moa-chat doctor` loads the config itself: a broken one is its first finding, not a usage error."""
+    from .doctor import doctor
+
+    try:
+        return doctor(config_path, sys.stdout)
+    except ConfigError as exc:  # after the config check (choose_start's unknown preset): as for every command
+        return _usage_error(exc)
 
 
 def _usage_error(exc: Exception) -> int:

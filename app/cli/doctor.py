@@ -16,7 +16,7 @@ from typing import TextIO
 
 from ..config import Config, ConfigError, data_home, default_config_path, load_config
 from ..providers import choose_start, has_key, missing_keys
-from ..providers.local import INSTALL_HINT, bundled_model, extra_installed
+from ..providers.local import INSTALL_HINT, installed_model
 from ..terminal import inert
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -67,19 +67,19 @@ def _keys_and_endpoints(config: Config) -> list[Check]:
     used = {p for preset in config.presets.values() if not preset.bundled for p in preset.providers}
     used |= start.providers
     checks = []
+    reachable = []  # an endpoint with the key it needs: worth asking for its models
     for name in sorted(used):
         spec = config.providers.get(name)
-        if spec is None or spec.base_url is None:
+        if spec is None or not spec.base_url:
             continue  # unknown (reported with its preset) or run by moa-chat itself (checked below)
-        if spec.api_key_env and not has_key(name, config):
+        if not has_key(name, config):
             checks.append(
                 Check(False, f"{name}: {spec.api_key_env} is not set", f"export {spec.api_key_env}=... (your key)")
             )
-        elif spec.api_key_env:
+            continue
+        if spec.api_key_env:
             checks.append(Check(True, f"{name}: {spec.api_key_env} is set"))
-    reachable = [
-        n for n in sorted(used) if n in config.providers and config.providers[n].base_url and has_key(n, config)
-    ]
+        reachable.append(name)
     with ThreadPoolExecutor(max_workers=max(1, len(reachable))) as pool:
         checks += list(pool.map(lambda n: _endpoint(config, n), reachable))
     unused = sorted(
@@ -107,11 +107,10 @@ def _endpoint(config: Config, provider: str) -> Check:
 
 
 def _local() -> Check:
-    if not extra_installed():
+    model = installed_model()
+    if model is None:
         return Check(None, f"local model: not installed (optional: {INSTALL_HINT})")
-    model = bundled_model()
-    size = f"{model.stat().st_size / 1e6:.0f} MB" if model else "?"
-    return Check(True, f"local model: llama.cpp and SmolLM2-135M are installed ({size})")
+    return Check(True, f"local model: llama.cpp and SmolLM2-135M are installed ({model.stat().st_size / 1e6:.0f} MB)")
 
 
 def _data_folder() -> Check:

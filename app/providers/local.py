@@ -40,7 +40,12 @@ class LocalProviderError(ConfigError):
 
 
 def extra_installed() -> bool:
-    return importlib.util.find_spec("llama_cpp") is not None and bundled_model() is not None
+    return installed_model() is not None
+
+
+def installed_model() -> Path | None:
+    """The bundled model's file if the local extra is installed whole (llama.cpp and the model), else None."""
+    return bundled_model() if importlib.util.find_spec("llama_cpp") is not None else None
 
 
 def bundled_model() -> Path | None:
