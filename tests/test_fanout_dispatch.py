@@ -98,7 +98,7 @@ async def test_cards_lay_the_screen_out_again_only_when_their_height_changes(wir
         card.apply(ReferenceQueued(0, card.label))
         card.apply(ReferenceStarted(0, card.label))  # "queued" becomes "running": the same lines
         assert layouts and not any(layouts)
-        card.apply(ReferenceProgress(0, card.label, 3, 0.1, 0.05, tail="Reverse it with", text="Reverse it with"))
+        card.apply(ReferenceProgress(0, card.label, 3, 0.1, 0.05, text="Reverse it with"))
         assert layouts[-1] is True  # a line of its text appears under it
         assert isinstance(card, ReferenceCard)
 

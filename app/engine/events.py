@@ -67,9 +67,8 @@ class ReferenceProgress:
     chunks: int
     seconds: float
     first_token_seconds: float | None
-    tail: str = ""  # the last TAIL_CHARACTERS of its text: enough for a one-line live preview
-    # All of it so far: the string the tail is cut from, so carrying it copies nothing. A view of the
-    # running answer takes it whole, where stitching tails together would drop what came between two events.
+    # All of it so far (a view of the running answer takes it whole, where stitching pieces together would
+    # drop what came between two events); a one-line preview shows its last TAIL_CHARACTERS.
     text: str = ""
 
 

@@ -20,7 +20,6 @@ from . import clock
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
-    TAIL_CHARACTERS,
     CallStatus,
     EngineObserver,
     ReferenceFinished,
@@ -200,7 +199,6 @@ class FanOut:
             now = ref.call.elapsed()
             if last_progress is None or now - last_progress >= PROGRESS_INTERVAL:
                 last_progress = now
-                text = ref.call.assembler.text
                 emit(
                     self.observer,
                     ReferenceProgress(
@@ -209,8 +207,7 @@ class FanOut:
                         ref.call.assembler.chunks,
                         round(now, 3),
                         ref.call.first_token_seconds(),
-                        tail=text[-TAIL_CHARACTERS:],
-                        text=text,
+                        text=ref.call.assembler.text,
                     ),
                 )
 

@@ -160,7 +160,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.first_token_seconds = event.first_token_seconds
             self.tokens, self.tokens_estimated = event.chunks, True
             self.rate = _rate(event)
-            self.tail = event.tail or event.text[-TAIL_CHARACTERS:]
+            self.tail = event.text[-TAIL_CHARACTERS:]
             self.text = event.text
             self._changed()  # a first line of text, or the facts taking another line, make it taller
         elif isinstance(event, ReferenceFinished):
