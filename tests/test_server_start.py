@@ -185,3 +185,44 @@ async def test_listing_the_local_models_says_the_server_is_starting_meanwhile(ho
         await wait_until(pilot, lambda: status().startswith("Starting the test model (Tiny-1M)"), describe=status)
         held.release.set()
         await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker) and app.screen.models == ["smollm2"])
+
+
+def test_an_endpoint_is_resolved_through_start_server_alone(home, monkeypatch):
+    """One place decides whether a server starts: resolve_endpoint asks start_server, never lifecycle."""
+    from moa_chat.providers import registry
+
+    asked: list[str] = []
+
+    def start_server(name: str, config, **kwargs) -> str | None:
+        asked.append(name)
+        return "http://127.0.0.1:9/v1/" if name == LOCAL else None
+
+    def around(*args, **kwargs):
+        raise AssertionError("resolve_endpoint decided on a start of its own")
+
+    monkeypatch.setattr(registry, "start_server", start_server)
+    monkeypatch.setattr(lifecycle, "start", around)
+    config = load_config()
+    assert registry.resolve_endpoint(LOCAL, config).base_url == "http://127.0.0.1:9/v1"
+    # An address of its own is start_server's call too (it says None), and then the table's URL holds.
+    assert registry.resolve_endpoint("ollama", config).base_url == "http://localhost:11434/v1"
+    # An explicit base_url wins before any start is asked about.
+    assert registry.resolve_endpoint(LOCAL, config, base_url="http://x/v1").base_url == "http://x/v1"
+    assert asked == [LOCAL, "ollama"]
+
+
+def test_resolving_a_managed_endpoint_starts_its_server_once_unless_it_has_an_address(home, held):
+    from dataclasses import replace
+
+    from moa_chat.providers import resolve_endpoint
+
+    held.release.set()
+    config = load_config()
+    assert resolve_endpoint(LOCAL, config).base_url == held.backend.base_url.rstrip("/")
+    assert resolve_endpoint(LOCAL, config).base_url == held.backend.base_url.rstrip("/")
+    assert len(held.made) == 1
+    lifecycle._running.pop(LOCAL, None)
+    addressed = replace(config.providers[LOCAL], base_url="http://127.0.0.1:9/v1")
+    config = replace(config, providers={**config.providers, LOCAL: addressed})  # load_config's is shared
+    assert resolve_endpoint(LOCAL, config).base_url == "http://127.0.0.1:9/v1"
+    assert len(held.made) == 1  # given an address, nothing starts

@@ -186,11 +186,6 @@ def start(name: str, report: Reporter | None = None, *, abandon: Callable[[], bo
     return pending.provider.base_url
 
 
-def base_url(name: str) -> str | None:
-    """Like start(), quietly: what a call does when the turn has not started its provider first."""
-    return start(name)
-
-
 def stop_all() -> None:
     with _lock:
         running = list(_running.values())

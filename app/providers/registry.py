@@ -49,8 +49,9 @@ def provider_config(name: str, config: Config) -> ProviderConfig:
 def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None, api_key: str | None = None) -> Endpoint:
     """Base URL and key for a provider; explicit base_url/api_key win over the table."""
     spec = config.providers.get(name)
-    if base_url is None and not (spec and spec.base_url):
-        base_url = lifecycle.base_url(name)  # a provider moa-chat runs itself starts here, once
+    if base_url is None:
+        # A call whose turn did not start its provider first starts it here, quietly, by the one rule.
+        base_url = start_server(name, config)
     if spec is None and not base_url:
         spec = provider_config(name, config)  # raises: names the providers that exist
     if base_url is None:
@@ -71,13 +72,14 @@ def start_server(
     *,
     report: lifecycle.Reporter | None = None,
     abandon: Callable[[], bool] | None = None,
-) -> None:
-    """Start `name` now if moa-chat runs it itself and the config gives it no address of its own (the same
-    rule as resolve_endpoint), telling `report` how it goes; raises what the start raised."""
+) -> str | None:
+    """Start `name` now if moa-chat runs it itself and the config gives it no address of its own, telling
+    `report` how it goes; raises what the start raised. Returns the running server's base URL, None for
+    a provider that is simply an address. The one place that decides: resolve_endpoint asks here too."""
     spec = config.providers.get(name)
     if spec is not None and spec.base_url:
-        return
-    lifecycle.start(name, report, abandon=abandon)
+        return None
+    return lifecycle.start(name, report, abandon=abandon)
 
 
 def key_for(spec: ProviderConfig) -> str | None:
