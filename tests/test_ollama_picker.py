@@ -9,13 +9,15 @@ is not running, nothing changes and nothing waits.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
 
 import pytest
 from conftest import write_config
-from moa_chat.config import load_config
+from moa_chat.cli import main
+from moa_chat.config import Preset, Slot, load_config
 from moa_chat.providers import ollama
 from moa_chat.tui.commands import ModelCommands
 from moa_chat.tui.screens.model_picker import ModelPicker
@@ -186,3 +188,59 @@ async def test_without_ollama_nothing_changes(home, where):
 
         await wait_until(pilot, lambda: "not answering" in status(), describe=status)
         assert status() == f"Ollama is not answering at {address}: start it with `ollama serve`"
+
+
+def test_not_pulled_names_only_ollamas_own_models_by_short_name():
+    preset = Preset(
+        "mixed",
+        reference_models=(
+            Slot("ollama", "llama3.2:latest"),
+            Slot("demo", "simulated-analyst"),  # another provider's model: not Ollama's to pull
+            Slot("ollama", "phi3", enabled=False),  # takes no part in a turn
+        ),
+        aggregator=Slot("ollama", "qwen2.5"),
+    )
+    assert ollama.not_pulled(preset, ["llama3.2", "qwen2.5:7b"]) == ["qwen2.5"]  # a tag is another model
+    assert ollama.not_pulled(preset, ["llama3.2:latest", "qwen2.5:latest"]) == []  # `:latest` on either side
+    assert ollama.not_pulled(preset, []) == ["llama3.2", "qwen2.5"]  # as Ollama lets you call them, sorted
+    twice = Preset("twice", (Slot("ollama", "llama3.2"), Slot("ollama", "llama3.2:latest")), Slot("ollama", "llama3.2"))
+    assert ollama.not_pulled(twice, ()) == ["llama3.2"]
+
+
+# The user's own `ollama` preset in place of the bundled one (`moa-chat presets` speaks of Ollama for that name):
+# one Ollama reference by its tagged name, one on another provider.
+MIXED_OLLAMA_PRESET = """\
+moa:
+  presets:
+    ollama:
+      reference_models:
+        - {provider: ollama, model: "llama3.2:latest"}
+        - {provider: demo, model: simulated-analyst}
+      aggregator: {provider: ollama, model: qwen2.5}
+"""
+
+
+def not_pulled_in(text: str, pattern: str) -> list[str]:
+    found = re.search(pattern, text)
+    assert found, text
+    return found.group(1).split(", ")
+
+
+@pytest.mark.parametrize(
+    ("user_presets", "expected"),
+    [("", ["mistral", "qwen2.5"]), (MIXED_OLLAMA_PRESET, ["qwen2.5"])],
+    ids=["bundled", "mixed providers"],
+)
+async def test_moa_chat_presets_and_f2_name_the_same_models_not_pulled(
+    fake_ollama, home, capsys, user_presets, expected
+):
+    write_config(home, f"providers:\n  ollama:\n    base_url: {fake_ollama.base_url}\n{user_presets}")
+    assert main(["presets"]) == 0
+    listed = not_pulled_in(capsys.readouterr().out, r"Ollama has: llama3\.2, qwen2\.5:7b; not pulled: (.*) \(use any")
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.ollama_checked)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
+        row = app.screen.query_one(OptionList).get_option("ollama").prompt.plain
+    assert listed == not_pulled_in(row, r"Ollama has not pulled (.*)$") == expected

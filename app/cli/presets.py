@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from ..config import Config, Preset
 from ..providers import Readiness, choose_start, cycle_order, readiness
-from ..providers.ollama import installed_models
+from ..providers.ollama import installed_models, not_pulled
 from .exit_codes import EXIT_OK
 
 
@@ -49,7 +49,7 @@ def _ollama_line(config: Config, preset: Preset) -> str:
         return "Ollama is not running here (start it with `ollama serve`)"
     if not models:
         return "Ollama runs here but has no models yet (`ollama pull llama3.2`)"
-    missing = sorted({s.model for s in (*preset.references, preset.aggregator)} - set(models))
+    missing = not_pulled(preset, models)  # as the F2 picker says it
     note = f"; not pulled: {', '.join(missing)}" if missing else ""
     return f"Ollama has: {', '.join(models)}{note} (use any: --reference ollama:NAME)"
 

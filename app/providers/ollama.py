@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from collections.abc import Iterable
 
-from ..config import Config
+from ..config import Config, Preset
 
 OLLAMA = "ollama"
 TIMEOUT = 0.5  # it is local: a running server answers in milliseconds
@@ -38,6 +39,15 @@ def _installed(base_url: str) -> tuple[str, ...] | None:
 def short_name(model: str) -> str:
     """A model as Ollama lets you call it: `llama3.2:latest` is `llama3.2`."""
     return model.removesuffix(":latest")
+
+
+def not_pulled(preset: Preset, pulled_models: Iterable[str]) -> list[str]:
+    """The Ollama models `preset` names (enabled references and the aggregator) that are not among
+    `pulled_models`, by short name, sorted and each once. Other providers' slots are not Ollama's to pull."""
+    slots = (*preset.references, preset.aggregator)
+    wanted = {short_name(slot.model) for slot in slots if slot.provider == OLLAMA}
+    # Both sides by short name: `llama3.2` in a preset is pulled when Ollama lists `llama3.2:latest`.
+    return sorted(wanted - {short_name(model) for model in pulled_models})
 
 
 def installed_models(config: Config, *, fresh: bool = False) -> tuple[str, ...] | None:

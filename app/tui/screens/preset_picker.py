@@ -20,11 +20,11 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...config import Config, Preset
+from ...config import Config
 from ...config.adhoc import SELF_MOA_SAMPLES
 from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
-from ...providers.ollama import OLLAMA, short_name
+from ...providers.ollama import OLLAMA, not_pulled
 from ...terminal import inert
 
 MODEL_OPTION = "ollama-model:"  # option ids of Ollama's models; a preset's option id is its name
@@ -67,7 +67,8 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
             dim = "" if state.runnable else "dim"
             refs = len(panel(preset))  # seats: a model asked 3 times (samples) counts 3
             seats = f"{refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}"
-            unpulled = self._not_pulled(preset)
+            # Nothing is "not pulled" while Ollama has not answered, or has no models to compare with.
+            unpulled = not_pulled(preset, self.ollama) if self.ollama else []
             if not state.runnable:
                 status = Content.styled(f"needs {state.needs or 'a fix'}", "$text-warning")
             elif state.missing:
@@ -90,14 +91,6 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
             )
             options.append(Option(prompt, id=preset.name))
         return options + self._model_options(width)
-
-    def _not_pulled(self, preset: Preset) -> list[str]:
-        """The Ollama models `preset` names that Ollama does not have (none while it has not answered)."""
-        if not self.ollama:
-            return []
-        slots = (*preset.references, preset.aggregator)
-        wanted = {short_name(slot.model) for slot in slots if slot.provider == OLLAMA}
-        return sorted(wanted - set(self.ollama))
 
     def _model_options(self, width: int) -> list[Option | None]:
         """Ollama's models, after the presets: each one a Self-MoA for this session."""
