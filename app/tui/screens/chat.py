@@ -262,7 +262,6 @@ class ChatScreen(PromptlyPainted[None]):
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
-        self._versions = (1, 1)  # (which, how many) of the last exchange, for the footer
         self._starting_timer: Timer | None = None  # counts the seconds while a local model server starts
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
@@ -301,7 +300,7 @@ class ChatScreen(PromptlyPainted[None]):
             shown.add("copy_reply")
             if saved:
                 shown.update({"edit_prompt", "regenerate"})
-            if self._versions[1] > 1:
+            if self._last_reply.version[1] > 1:  # (which, how many) of the last exchange
                 shown.update({"previous_version", "next_version"})
         return shown
 
@@ -509,8 +508,7 @@ class ChatScreen(PromptlyPainted[None]):
         self._editing = False
         self._last_reply = await self.chat_log.show_history(history or self.session.history())
         if self._last_reply is not None:
-            self._versions = self.session.versions()
-            self._last_reply.show_version(*self._versions)
+            self._last_reply.show_version(*self.session.versions())
         self.refresh_bindings()
 
     # ------------------------------------------------------------------ a turn
@@ -659,8 +657,7 @@ class ChatScreen(PromptlyPainted[None]):
             if isinstance(event, ReferenceFinished) and reply is not None and not reply.text:
                 cards = self.sidebar.cards()
                 done = sum(c.status not in ("queued", "running") for c in cards)
-                many = "s" if len(cards) != 1 else ""
-                reply.set_status(f"consulting {len(cards)} reference{many}… {done}/{len(cards)} finished")
+                reply.set_status(f"consulting {plural(len(cards), 'reference')}… {done}/{len(cards)} finished")
         elif isinstance(event, AggregatorStarted | AggregatorFinished):
             self.sidebar.aggregator_card.apply(event)
             if isinstance(event, AggregatorStarted) and reply is not None and not reply.text:
@@ -730,8 +727,7 @@ class ChatScreen(PromptlyPainted[None]):
             self._starting_timer = None
         if reply is not None:
             await reply.finish(result, tokens=result.usage.total_tokens)
-            self._versions = self.session.versions()
-            reply.show_version(*self._versions)
+            reply.show_version(*self.session.versions())
             self._last_reply = reply
         # The card names its model already: show only the reason.
         reason = result.error.split(" failed: ", 1)[-1] if result.error else None
@@ -774,7 +770,7 @@ class ChatScreen(PromptlyPainted[None]):
         when = " from the next turn" if self.turn_running else ""
         refs = len(preset.references)
         self.notify(
-            f"{preset.name}: {refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}{when}",
+            f"{preset.name}: {plural(refs, 'reference')} → {preset.aggregator.label}{when}",
             title="Preset switched",
         )
         if self.turn_running:
@@ -902,7 +898,7 @@ class ChatScreen(PromptlyPainted[None]):
             self.notify("The last reply has no code block.", severity="warning")
             return
         lines = code.count("\n") + (not code.endswith("\n"))
-        cast("MoAChatApp", self.app).copy_text(code, f"the last code block ({lines:,} line{'s' if lines != 1 else ''})")
+        cast("MoAChatApp", self.app).copy_text(code, f"the last code block ({plural(lines, 'line')})")
 
     async def action_new_conversation(self) -> None:
         if self.turn_running:
@@ -915,7 +911,6 @@ class ChatScreen(PromptlyPainted[None]):
         saved = self.session.id is not None
         self.session.new_conversation()
         self._last_reply = None
-        self._versions = (1, 1)
         self.chat_log.forget_history()
         log = self.chat_log
         await log.remove_children()
