@@ -136,8 +136,7 @@ class FrozenBlocks(Widget):
         if not self.lines:
             self.show(drawn.lines, drawn.margin_top, drawn.margin_bottom, self.drawn_for)
             return
-        gap = max(self._bottom, drawn.margin_top)
-        self.lines.extend([blank] * gap + drawn.lines)
+        self.lines.extend([blank] * gap_between(self._bottom, drawn.margin_top) + drawn.lines)
         self._bottom = drawn.margin_bottom
         self.styles.margin = Spacing(self.styles.margin.top, 0, drawn.margin_bottom, 0)
         self.refresh(layout=True)
@@ -195,6 +194,21 @@ class Drawn:
     lines: list[Strip]
     margin_top: int
     margin_bottom: int
+
+
+def gap_between(bottom: int, top: int) -> int:
+    """The blank lines the vertical layout leaves between two blocks: their margins overlap."""
+    return max(bottom, top)
+
+
+def stacked(blocks: list[Drawn], blank: Strip) -> Drawn:
+    """Blocks drawn one under another, as the layout would space them."""
+    lines: list[Strip] = []
+    for above, block in zip([None, *blocks], blocks, strict=False):
+        if above is not None:
+            lines.extend([blank] * gap_between(above.margin_bottom, block.margin_top))
+        lines.extend(block.lines)
+    return Drawn(lines, blocks[0].margin_top if blocks else 0, blocks[-1].margin_bottom if blocks else 0)
 
 
 class _Offscreen(Compositor):
@@ -441,7 +455,7 @@ class ReplyMarkdown(Markdown):
             self._tail += fragment
             self._table_of_contents = None
             tail_lines, first_line = self._tail.splitlines(keepends=True), self._last_parsed_line
-            blocks, starts = self._parse_tail()
+            blocks, starts = self._parse_tail(tail_lines)
             if self._drawer is None:
                 shown = sum(isinstance(child, MarkdownBlock) for child in self.children)
                 if shown + len(blocks) - 1 > DRAW_FROM:  # the last block shown takes the first one parsed
@@ -451,9 +465,9 @@ class ReplyMarkdown(Markdown):
             else:
                 await self._draw(blocks, starts, tail_lines, first_line)
 
-    def _parse_tail(self) -> tuple[list[MarkdownBlock], list[int]]:
+    def _parse_tail(self, tail_lines: list[str]) -> tuple[list[MarkdownBlock], list[int]]:
         """The blocks in the tail (not mounted) and the line each starts on (within the tail); moves the tail on
-        to the last block."""
+        to the last block. `tail_lines`: the tail split into lines (kept ends), as the caller has it already."""
         assert self._tail is not None
         tokens = self._parser.parse(self._tail)
         start_line = self._last_parsed_line
@@ -466,7 +480,7 @@ class ReplyMarkdown(Markdown):
             if token.map is not None and token.level == 0:
                 if token.map[0]:
                     self._last_parsed_line += token.map[0]
-                    self._tail = "".join(self._tail.splitlines(keepends=True)[token.map[0] :])
+                    self._tail = "".join(tail_lines[token.map[0] :])
                 break
         return blocks, starts
 
@@ -641,12 +655,8 @@ class ReplyMarkdown(Markdown):
                 if self._run is frozen:
                     self._run = None
                 return
-            run = FrozenBlocks()
-            blank = drawer.blank()
-            for each in drawn:
-                assert each is not None
-                run.extend(each, blank)
-            frozen.show(run.lines, run.styles.margin.top, run._bottom, (drawer.width, drawing_key(self)))
+            whole = stacked([each for each in drawn if each is not None], drawer.blank())
+            frozen.show(whole.lines, whole.margin_top, whole.margin_bottom, (drawer.width, drawing_key(self)))
 
 
 # The blocks a stamp can draw (a table cannot: its grid lines are drawn from the screen's regions).
