@@ -8,8 +8,9 @@ import json
 import pytest
 from moa_chat.config import load_config
 from moa_chat.engine import AggregatorFinished, AggregatorStarted, CallRecord, ReferenceFinished
+from moa_chat.llm.usage import Usage
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ToolCallEvent
+from moa_chat.session import ToolCallEvent, UsageLedger
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.widgets.chat_log import ChatLog, UserMessage, Welcome
 from moa_chat.tui.widgets.header import StatusHeader
@@ -254,5 +255,5 @@ async def test_counts_of_one_are_singular(wire_config, llm_server):
         await app.query_one(ChatLog).mount(reply)
         assert "consulting 1 reference…" in reply.query_one(".reply-header").render().plain
         header = app.query_one(StatusHeader)
-        header.show(tokens=1)
+        header.show(ledger=UsageLedger([CallRecord("aggregator", "wire:agg", 0, 1, "ok", Usage(0, 1, 1))]))
         assert header.render().plain.rstrip().endswith("1 token")

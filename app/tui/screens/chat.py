@@ -369,7 +369,7 @@ class ChatScreen(PromptlyPainted[None]):
     async def on_mount(self) -> None:
         if self._history:
             await self._render_session(self._history)
-            self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
+            self.query_one(StatusHeader).show(ledger=self.session.ledger)
             await self.chat_log.mount_all(self._opening_notices())
         self._history = []  # the widgets have what they need; the log keeps no second copy
         prompt = self.query_one(PromptInput)
@@ -498,7 +498,7 @@ class ChatScreen(PromptlyPainted[None]):
             return
         self.session.open(session_id)
         await self._render_session()
-        self.query_one(StatusHeader).show(self.preset, tokens=self.session.ledger.usage().total_tokens)
+        self.query_one(StatusHeader).show(self.preset, ledger=self.session.ledger)
         await self.sidebar.show_preset(self.preset)
         self.refresh_bindings()
         self.query_one(PromptInput).focus()
@@ -732,7 +732,7 @@ class ChatScreen(PromptlyPainted[None]):
         # The card names its model already: show only the reason.
         reason = result.error.split(" failed: ", 1)[-1] if result.error else None
         self.sidebar.end_turn(result.status, reason, result.ledger)
-        self.query_one(StatusHeader).show(tokens=self.session.ledger.usage().total_tokens)
+        self.query_one(StatusHeader).show(ledger=self.session.ledger)
         self._reply = self._cancel = self._bridge = None
         self.turn_running = False
         if self._sidebar_stale:

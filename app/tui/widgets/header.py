@@ -84,21 +84,11 @@ class StatusHeader(Widget):
         gap = max(GAP, width - left.cell_length - right.cell_length)
         return Content.assemble(left, " " * gap, right)
 
-    def show(self, preset: Preset | None = None, tokens: int | None = None, ledger: UsageLedger | None = None) -> None:
-        """A new preset, new totals, or both. The totals come from `ledger` when given; new tokens alone
-        (what the chat passes after each turn) bring the cost from the same ledger, the session's."""
+    def show(self, preset: Preset | None = None, ledger: UsageLedger | None = None) -> None:
+        """A new preset, the totals of `ledger` (the session's), or both."""
         if preset is not None:
             self.preset = preset
-        if ledger is None and tokens is not None:
-            ledger = self._session_ledger()
         if ledger is not None:
             self.cost, self.cost_complete = ledger.cost(), ledger.cost_complete()
-            if tokens is None:
-                tokens = ledger.usage().total_tokens
-        if tokens is not None:
-            self.tokens = tokens
+            self.tokens = ledger.usage().total_tokens
         self.refresh()
-
-    def _session_ledger(self) -> UsageLedger | None:
-        ledger = getattr(getattr(self.app, "session", None), "ledger", None)
-        return ledger if isinstance(ledger, UsageLedger) else None
