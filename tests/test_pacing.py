@@ -43,7 +43,7 @@ class FrameCounting(App[None]):
         super()._display(screen, renderable)
 
 
-async def _stopped_timer(app: FrameCounting, clock: Clock) -> Paced:
+def _stopped_timer(app: FrameCounting, clock: Clock) -> Paced:
     screen = app.screen
     assert isinstance(screen, Paced)
     screen.clock = clock
@@ -55,7 +55,7 @@ async def _stopped_timer(app: FrameCounting, clock: Clock) -> Paced:
 async def test_a_change_is_painted_as_soon_as_the_screen_is_idle() -> None:
     app, clock = FrameCounting(), Clock()
     async with app.run_test(size=(40, 5)):
-        screen = await _stopped_timer(app, clock)
+        screen = _stopped_timer(app, clock)
         frames, app.painted = app.frames, ""
         painted = asyncio.get_running_loop().create_future()
         app.query_one("#text", Static).update("after")
@@ -70,7 +70,7 @@ async def test_a_change_is_painted_as_soon_as_the_screen_is_idle() -> None:
 async def test_no_more_than_one_frame_a_period() -> None:
     app, clock = FrameCounting(), Clock()
     async with app.run_test(size=(40, 5)):
-        screen = await _stopped_timer(app, clock)
+        screen = _stopped_timer(app, clock)
         screen._last_paint = clock.now - UPDATE_PERIOD / 2
         app.query_one("#text", Static).update("after")
         frames = app.frames
@@ -88,7 +88,7 @@ async def test_nothing_to_show_paints_nothing() -> None:
     app, clock = FrameCounting(), Clock()
     async with app.run_test(size=(40, 5)) as pilot:
         await pilot.pause()
-        screen = await _stopped_timer(app, clock)
+        screen = _stopped_timer(app, clock)
         clock.now += 10
         frames = app.frames
         assert not screen._paint_due()
@@ -99,7 +99,7 @@ async def test_nothing_to_show_paints_nothing() -> None:
 async def test_a_screen_can_leave_the_pacing_to_the_timer() -> None:
     app, clock = FrameCounting(), Clock()
     async with app.run_test(size=(40, 5)):
-        screen = await _stopped_timer(app, clock)
+        screen = _stopped_timer(app, clock)
         clock.now += 10
         screen.paints_promptly = lambda: False  # type: ignore[method-assign]
         app.query_one("#text", Static).update("after")

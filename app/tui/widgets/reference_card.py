@@ -100,7 +100,6 @@ class ReferenceCard(Widget, can_focus=True):
         self.error: str | None = None
         self.retry: CallRetrying | None = None  # while running: the retry it is waiting for
         self.retry_at = 0.0
-        self.tail = ""  # the end of the text so far, for the one-line preview
         self.rate: float | None = None  # tokens per second while it writes
         self.cost: float | None = None  # dollars, when priced
         self.cost_partial = False  # the aggregator's rounds: some used tokens at no known price
@@ -129,7 +128,7 @@ class ReferenceCard(Widget, can_focus=True):
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
         self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
-        self.tail, self.rate, self.cost, self.cost_partial = "", None, None, False
+        self.rate, self.cost, self.cost_partial = None, None, False
         self._set_status(status)
 
     def add_cost(self, cost: float | None, *, used_tokens: bool) -> None:
@@ -160,11 +159,10 @@ class ReferenceCard(Widget, can_focus=True):
             self.first_token_seconds = event.first_token_seconds
             self.tokens, self.tokens_estimated = event.chunks, True
             self.rate = _rate(event)
-            self.tail = event.text[-TAIL_CHARACTERS:]
             self.text = event.text
             self._changed()  # a first line of text, or the facts taking another line, make it taller
         elif isinstance(event, ReferenceFinished):
-            self.retry, self.rate, self.tail = None, None, ""
+            self.retry, self.rate = None, None
             self.seconds, self.first_token_seconds = event.seconds, _within(event.first_token_seconds, event.seconds)
             self.error, self.text = event.error, event.text
             if event.usage is not None:
@@ -254,9 +252,14 @@ class ReferenceCard(Widget, can_focus=True):
                 lines.append("  " + fact)
         return lines
 
+    @property
+    def tail(self) -> str:
+        """The end of what a running reference has written so far (none once it has finished)."""
+        return self.text[-TAIL_CHARACTERS:] if self.status == "running" else ""
+
     def _preview(self, width: int) -> str | None:
         """The last of what a running reference has written, as one line that fits."""
-        if self.status != "running" or not self.tail:
+        if not self.tail:
             return None
         line = inert(" ".join(self.tail.split()))
         room = width - 2
