@@ -8,7 +8,7 @@ import openai
 import pytest
 from moa_chat import llm
 from moa_chat.providers import MissingApiKeyError, UnknownProviderError
-from moa_chat.providers.loopback_server import Reply
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 
 
 def test_non_stream_returns_the_validated_response(wire_config, llm_server):
@@ -45,6 +45,38 @@ def test_stream_returns_the_sdk_stream_with_stream_keys_on_the_request(wire_conf
     body = llm_server.requests_for("m")[0].body
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["temperature"] == 0.3 and body["max_tokens"] == 50
+
+
+def test_stream_chunks_are_the_sdks_own_objects_even_when_a_server_bends_the_schema(wire_config, llm_server):
+    """Chunks are validated by pydantic (fast) rather than built by the SDK's construct_type (slow); one that
+    fails validation is still taken, the SDK's lenient way, and both are the SDK's chunk type."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    config = wire_config()
+    llm_server.script("strict", Reply(text="one two three", tool_calls=[ScriptedToolCall("f", '{"a": 1}')]))
+    llm_server.script("bare", Reply(text="one two three", bare_chunks=True))
+    streams = {
+        model: list(
+            llm.call_llm(
+                provider="wire",
+                model=model,
+                config=config,
+                messages=[{"role": "user", "content": "hi"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        for model in ("strict", "bare")
+    }
+    for chunks in streams.values():
+        assert all(isinstance(chunk, ChatCompletionChunk) for chunk in chunks)
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "one two three"
+    strict = streams["strict"]
+    assert any(c.choices and c.choices[0].delta.tool_calls for c in strict)
+    for chunk in strict:  # the same object the SDK itself would have built
+        assert chunk == construct_type(type_=ChatCompletionChunk, value=chunk.model_dump(exclude_unset=True))
+    assert all(chunk.created is None and "created" not in chunk.model_fields_set for chunk in streams["bare"])
 
 
 def test_stream_without_stream_options_sends_none(wire_config, llm_server):

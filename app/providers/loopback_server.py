@@ -53,6 +53,7 @@ class Reply:
     end_after: int | None = None  # end the stream cleanly after this many text deltas: no finish reason, no [DONE]
     cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
     raw_body: str | None = None  # answer 200 with this body (text/html) instead of a chat completion
+    bare_chunks: bool = False  # chunks with no id, object or created, as some compatible servers stream them
 
 
 @dataclass
@@ -292,6 +293,9 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if usage is not None:
                 out["usage"] = usage
+            if reply.bare_chunks:
+                for key in ("id", "object", "created"):
+                    del out[key]
             return out
 
         self._event(chunk({"role": "assistant", "content": ""}))
