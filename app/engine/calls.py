@@ -24,6 +24,7 @@ from ..llm import (
     describe_error,
     is_complete_response,
     is_transient,
+    load_sdk,
     note_bytes,
     sending,
 )
@@ -173,16 +174,19 @@ class ModelCall:
 
     def open(self) -> Any:
         """Send the request; returns what `call_llm` returned (a raw stream, or a complete response)."""
-        if self.started_at is None:  # a retry's time counts: the user waits through it
-            self.started_at = clock.monotonic()
         self.attempts += 1
         self._expired = None
         self._response = None
-        self._start_watch()
         request = self.request
         on_sent = self.on_sent
 
         def send() -> Any:
+            # The SDK's import (0.5-1.5 s, once a process, when the chat's warm-up has not done it yet) is not
+            # the provider's time: the call's clocks, its timeout's too, start once it is loaded.
+            load_sdk()
+            if self.started_at is None:  # a retry's time counts: the user waits through it
+                self.started_at = clock.monotonic()
+            self._start_watch()
             with sending(on_sent) if on_sent is not None else contextlib.nullcontext():
                 return self._call(**request)
 

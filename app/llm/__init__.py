@@ -14,7 +14,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
-from .clients import sending, warm_up
+from .clients import load_sdk, sending, warm_up
 from .errors import (
     CutOff,
     LLMCallError,
@@ -46,6 +46,7 @@ __all__ = [
     "is_complete_response",
     "is_transient",
     "list_models",
+    "load_sdk",
     "note_bytes",
     "retry_after",
     "sending",
