@@ -44,6 +44,7 @@ def test_sigkill_at_random_points_loses_no_prompt_that_was_sent(home, wire_confi
     database = home / "sessions.db"
     env = dict(os.environ)
     reached: set[str] = set()
+    sdk_import = _sdk_import_seconds()
     for iteration in range(ITERATIONS):
         prompts = [f"prompt {iteration}"] + ([f"prompt {iteration} twin"] if iteration % 5 == 0 else [])
         processes = [
@@ -57,8 +58,11 @@ def test_sigkill_at_random_points_loses_no_prompt_that_was_sent(home, wire_confi
         ]
         # Start-up (imports) is not where the kills aim, and takes seconds on a busy machine: the clock starts
         # when the store is opened, so the kills land in the first writes, the fan-out, the stream and after.
+        # Between the first writes and the first request, the turn loads the SDK (0.5-1.5 s, by machine):
+        # a quarter of the kills land in that stretch, the rest in the 1.7 s after it.
         _wait_until_open(processes[0], database)
-        time.sleep(rng.uniform(0.0, 1.7))
+        first = rng.random() < 0.25
+        time.sleep(rng.uniform(0.0, sdk_import) if first else sdk_import + rng.uniform(0.0, 1.7))
         for process in processes:
             process.send_signal(signal.SIGKILL)
         for process in processes:
@@ -88,6 +92,13 @@ def test_sigkill_at_random_points_loses_no_prompt_that_was_sent(home, wire_confi
         f"kill loop: {len(reached)} prompts reached the provider, {partial} partial replies, "
         f"{finished} turns finished, {running} killed mid-turn"
     )
+
+
+def _sdk_import_seconds() -> float:
+    """How long a fresh process takes to import the openai SDK on this machine."""
+    code = "import time; t = time.perf_counter(); import openai; print(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout)
 
 
 def _wait_until_open(process: subprocess.Popen[bytes], database: Path, timeout: float = 30.0) -> None:
