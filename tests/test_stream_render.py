@@ -146,6 +146,34 @@ async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(
         assert got == want, f"line {number}: {''.join(c for c, _ in got)!r} != {''.join(c for c, _ in want)!r}"
 
 
+async def test_a_growing_line_of_the_live_block_is_repainted_without_a_layout():
+    """Text that lengthens the live block's last line keeps its height: the screen repaints those lines alone
+    (a layout of the whole screen costs 20-80 ms a frame), and shows the new text."""
+    app = LogApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        markdown = ReplyMarkdown(classes="reply-markdown")
+        await app.query_one(ChatLog).mount(markdown)
+        await pilot.pause()
+        for number in range(DRAW_FROM + 2):
+            await markdown.stream(f"Paragraph {number}.\n\n")
+        await markdown.stream("The growing one")
+        await pilot.pause()
+        live = markdown.children[-1]
+        assert isinstance(live, FrozenBlocks) and len(live.lines) == 1
+        layouts = []
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append, immediate=True)
+        await markdown.stream(" grows")
+        await pilot.pause()
+        await pilot.pause()
+        assert layouts == []
+        screen = [line.text for line in app.screen._compositor.render_strips()]
+        assert any("The growing one grows" in line for line in screen)
+        await markdown.stream(" and grows " + "longer " * 20)  # now it wraps: a new height, laid out
+        await pilot.pause()
+        await pilot.pause()
+        assert layouts and len(live.lines) == 2
+
+
 async def test_a_short_streamed_reply_stays_widgets():
     text = "A paragraph.\n\n- one\n- two\n\n```python\nprint('hi')\n```\n"
     _, kinds = await render(text, pieces=split(text, 3), size=(100, 40))

@@ -38,7 +38,7 @@ from textual.highlight import highlight
 from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
-from textual.widgets import Markdown
+from textual.widgets import Label, Markdown
 from textual.widgets._markdown import (
     MarkdownBlock,
     MarkdownBlockQuote,
@@ -127,7 +127,13 @@ class FrozenBlocks(Widget):
         self._redrawing = False
 
     def show(self, lines: list[Strip], top: int, bottom: int, drawn_for: tuple[int, object]) -> None:
+        # The same box (a growing paragraph's last line got longer) is a repaint of these lines alone; a new
+        # height or margin is a layout of the whole screen (20-80 ms a frame on a slow machine).
+        same_box = len(lines) == len(self.lines) and Spacing(top, 0, bottom, 0) == self.styles.margin
         self.lines, self._bottom, self.drawn_for = lines, bottom, drawn_for
+        if same_box:
+            self.refresh()
+            return
         self.styles.margin = Spacing(top, 0, bottom, 0)
         self.refresh(layout=True)
 
@@ -315,7 +321,7 @@ def _apply(stamp: Widget, block: MarkdownBlock) -> None:
     if isinstance(block, MarkdownFence):
         assert isinstance(stamp, MarkdownFence)
         stamp._copy_context(block)
-        stamp.set_content(block._highlighted_code)
+        _set_content(stamp, block._highlighted_code)
     elif isinstance(block, MarkdownList):
         items = [item for item in block._blocks if isinstance(item, MarkdownListItem)]
         for row, item, symbol in zip(stamp.children, items, _list_symbols(block), strict=True):
@@ -330,7 +336,17 @@ def _apply(stamp: Widget, block: MarkdownBlock) -> None:
     else:
         assert isinstance(stamp, MarkdownBlock)
         stamp._token = block._token
-        stamp.set_content(block._content)
+        _set_content(stamp, block._content)
+
+
+def _set_content(stamp: MarkdownBlock, content: Content) -> None:
+    """MarkdownBlock.set_content without its layout request: a stamp is hidden, yet a layout it asks for is one
+    of the whole screen, each batch, for nothing on it (20-80 ms a frame on a slow machine)."""
+    stamp._content = content
+    if isinstance(stamp, MarkdownFence):
+        stamp.query_one("#code-content", Label).update(content, layout=False)
+    else:
+        stamp.update(content, layout=False)
 
 
 def _forget_layout(widget: Widget) -> None:
