@@ -396,8 +396,17 @@ class ChatScreen(PromptlyPainted[None]):
         return self.query_one(ChatLog)
 
     def watch_turn_running(self, running: bool) -> None:
-        self.query_one(PromptInput).set_class(running, "-busy")
-        self.refresh_bindings()
+        if running:
+            self._show_busy(True)
+        else:
+            # The finished reply's frame first: restyling the prompt and the footer's keys took 30-60 ms of it
+            # on a slow machine (bench/fanout.py), and they can follow a frame later.
+            self.call_after_refresh(self._show_busy, False)
+
+    def _show_busy(self, running: bool) -> None:
+        if running == self.turn_running:  # not a stale call from a turn that has already ended, or begun
+            self.query_one(PromptInput).set_class(running, "-busy")
+            self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_turn":
