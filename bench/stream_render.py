@@ -299,10 +299,13 @@ def pattern_app(base_url: str, mode: str) -> Any:
 
         async def on_token(self, message: Token) -> None:
             self.text += message.text
+            shown = self.query(Markdown)
+            if not shown:  # the run is over (the cap, or the whole reply shown) and the app is closing
+                return
             if mode == "update":
-                await self.query_one(Markdown).update(self.text)
+                await shown.first().update(self.text)
             else:
-                await self.query_one(Markdown).append(message.text)
+                await shown.first().append(message.text)
 
     return StreamApp
 
