@@ -184,6 +184,7 @@ class ModelCall:
             # The SDK's import (0.5-1.5 s, once a process, when the chat's warm-up has not done it yet) is not
             # the provider's time: the call's clocks, its timeout's too, start once it is loaded.
             load_sdk()
+            self._cancel.raise_if_cancelled()  # walked away from meanwhile: start no watch nobody would stop
             if self.started_at is None:  # a retry's time counts: the user waits through it
                 self.started_at = clock.monotonic()
             self._start_watch()

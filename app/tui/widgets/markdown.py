@@ -33,6 +33,7 @@ from textual._compositor import Compositor  # Textual is pinned (pyproject): see
 from textual._resolve import resolve_box_models
 from textual._styles_cache import StylesCache
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.geometry import Region, Size, Spacing
 from textual.highlight import highlight
 from textual.strip import Strip
@@ -344,7 +345,8 @@ def _set_content(stamp: MarkdownBlock, content: Content) -> None:
     of the whole screen, each batch, for nothing on it (20-80 ms a frame on a slow machine)."""
     stamp._content = content
     if isinstance(stamp, MarkdownFence):
-        stamp.query_one("#code-content", Label).update(content, layout=False)
+        with contextlib.suppress(NoMatches):  # as MarkdownFence.set_content: not composed yet
+            stamp.query_one("#code-content", Label).update(content, layout=False)
     else:
         stamp.update(content, layout=False)
 
