@@ -130,13 +130,12 @@ class FrozenBlocks(Widget):
     def show(self, lines: list[Strip], top: int, bottom: int, drawn_for: tuple[int, object]) -> None:
         # The same box (a growing paragraph's last line got longer) is a repaint of these lines alone; a new
         # height or margin is a layout of the whole screen (20-80 ms a frame on a slow machine).
-        same_box = len(lines) == len(self.lines) and Spacing(top, 0, bottom, 0) == self.styles.margin
+        margin = Spacing(top, 0, bottom, 0)
+        same_box = len(lines) == len(self.lines) and margin == self.styles.margin
         self.lines, self._bottom, self.drawn_for = lines, bottom, drawn_for
-        if same_box:
-            self.refresh()
-            return
-        self.styles.margin = Spacing(top, 0, bottom, 0)
-        self.refresh(layout=True)
+        if not same_box:
+            self.styles.margin = margin
+        self.refresh(layout=not same_box)
 
     def extend(self, drawn: Drawn, blank: Strip) -> None:
         """Add a block below the others, with the space the layout would leave between them."""
