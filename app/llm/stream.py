@@ -27,6 +27,15 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
         return default
     if isinstance(obj, dict):
         return obj.get(key, default)
+    # An SDK model keeps its fields in __dict__ and what else the server sent in __pydantic_extra__; asked for a
+    # key it lacks (`reasoning_content`, twice a chunk), pydantic's __getattr__ raises and catches an
+    # AttributeError: 2.7 us against 0.2, on the thread that shares the GIL with the UI at 10,000 chunks a second.
+    values = getattr(obj, "__dict__", None)
+    if values is not None and key in values:
+        return values[key]
+    extra = getattr(obj, "__pydantic_extra__", None)
+    if isinstance(extra, dict):
+        return extra.get(key, default)
     return getattr(obj, key, default)
 
 
