@@ -202,6 +202,70 @@ async def test_a_stretched_reply_is_drawn_again_at_the_new_width():
     assert narrow == whole
 
 
+async def _backlog(app: App[None], text: str) -> tuple[AssistantReply, list[str]]:
+    """A reply that was sent `text` faster than it could show it (all of it arrived before the first batch), and
+    a log of what follows: each batch given to its Markdown, each frame painted."""
+    events: list[str] = []
+    paint = app._display
+
+    def painted(screen, renderable) -> None:
+        events.append("frame")
+        paint(screen, renderable)
+
+    app._display = painted  # type: ignore[method-assign]
+    reply = AssistantReply("preset", "wire:agg", 1)
+    await app.query_one(ChatLog).mount(reply)
+    pieces = split(text, 7)
+    await reply.append_text(pieces[0])  # mounts the Markdown; the rest waits behind it, unshown
+    for piece in pieces[1:]:
+        await reply.append_text(piece)
+    markdown = reply.query_one(ReplyMarkdown)
+    stream = markdown.stream
+
+    async def batch(fragment: str) -> None:
+        events.append("batch")
+        await stream(fragment)
+
+    markdown.stream = batch  # type: ignore[method-assign]
+    return reply, events
+
+
+async def test_a_reply_whose_text_is_all_here_is_shown_batch_by_batch_and_then_the_turn_ends():
+    """The backlog a fast stream leaves behind goes on in batches, a frame painted after each (one batch held the
+    screen still for over a second), the turn's end comes after the frame that shows the last of it, and what is
+    shown is the text rendered in one go."""
+    text = CORPUS * 3
+    app = LogApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply, events = await _backlog(app, text)
+        reply.drain(lambda: events.append("done"))
+        assert reply.draining
+        await wait_until(pilot, lambda: "done" in events, timeout=20)
+        assert not reply.draining and reply.settled
+        assert events.count("batch") >= 2, events  # the first batch is the smallest: 400 characters
+        batches = [n for n, event in enumerate(events) if event == "batch"]
+        for this, following in zip(batches, [*batches[1:], events.index("done")], strict=True):
+            assert "frame" in events[this:following], f"no frame after the batch at {this}: {events}"
+        await reply._close_segment()
+        await pilot.pause()
+        await pilot.pause()
+        streamed = shown(app, reply.query_one(ReplyMarkdown))
+    whole, _ = await render(text, pieces=None, size=(100, 200))
+    assert streamed == whole
+
+
+async def test_a_hurried_reply_shows_the_rest_at_once():
+    """Esc while the backlog is still being shown: the rest in one batch, no frame waited for."""
+    app = LogApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply, events = await _backlog(app, CORPUS * 3)
+        reply.drain(lambda: events.append("done"))
+        reply.hurry()
+        await wait_until(pilot, lambda: "done" in events, timeout=20)
+        assert events[: events.index("done")].count("batch") == 1, events
+        assert reply.query_one(ReplyMarkdown).source == CORPUS * 3
+
+
 def _reply(body: dict) -> Reply:
     """The aggregator's answer names the question it answers (the last one the user asked)."""
     asked = [m["content"] for m in body["messages"] if m["role"] == "user" and m["content"].startswith("question")]

@@ -43,9 +43,11 @@ class ReplyText(Message):
 
 
 class TurnDone(Message):
-    def __init__(self, result: TurnResult) -> None:
+    def __init__(self, result: TurnResult, *, shown: bool = False) -> None:
+        """`shown`: the reply's text is all on screen (the screen posts the message again once it is)."""
         super().__init__()
         self.result = result
+        self.shown = shown
 
 
 def _inert(value: Any) -> Any:

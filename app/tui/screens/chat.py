@@ -362,9 +362,9 @@ class ChatScreen(PromptlyPainted[None]):
         return [NoticeWidget(text, level) for text, level in opening if text]
 
     def paints_promptly(self) -> bool:
-        # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end, and every key
-        # outside a turn, are painted at once.
-        return not self.turn_running
+        # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end (a reply's last
+        # batches, drawn back to back once the stream is over), and every key outside a turn, are painted at once.
+        return not self.turn_running or (self._reply is not None and self._reply.draining)
 
     async def on_mount(self) -> None:
         if self._history:
@@ -731,6 +731,14 @@ class ChatScreen(PromptlyPainted[None]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
+        if reply is not None and not message.shown:
+            # All the text is here, maybe not all of it shown: the rest goes on batch by batch, a frame painted
+            # after each (this handler returns, so the screen paints), and the turn ends once it is on screen.
+            # The last text thus shows before the turn's end work (footer, sidebar, store), not after it.
+            if result.status == "cancelled":
+                reply.hurry()  # the user asked to stop: no frames waited for
+            reply.drain(lambda: self.post_message(TurnDone(result, shown=True)))
+            return
         if self._starting_timer is not None:
             self._starting_timer.stop()
             self._starting_timer = None
@@ -758,6 +766,9 @@ class ChatScreen(PromptlyPainted[None]):
                 self.query_one(PromptInput).load_text("")
                 self.notify("Edit dropped.")
                 self.refresh_bindings()
+            return
+        if self._reply is not None and self._reply.draining:
+            self._reply.hurry()  # the turn is over, its reply still being shown: the rest at once
             return
         # Closing HTTP streams can block for a moment; never on the UI's thread.
         threading.Thread(target=self._cancel.cancel, name="cancel-turn", daemon=True).start()

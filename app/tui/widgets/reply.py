@@ -42,7 +42,9 @@ class _Segment:
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._busy = False
-        self._closed = asyncio.Event()  # set by close(): what is left goes at once, with no pause
+        self._ended = asyncio.Event()  # no more text will come (drain, hurry): no pauses, a frame per batch
+        self._hurried = asyncio.Event()  # what is left goes in one batch, with no frame waited for
+        self._drained: Callable[[], object] | None = None  # set by drain(): called once all is on screen
         self._batch = BATCH_CHARACTERS[0]
         self._task = asyncio.create_task(self._run())
 
@@ -55,7 +57,37 @@ class _Segment:
         """Whether everything written so far is in the Markdown's blocks."""
         return not self._pending and not self._busy
 
+    @property
+    def draining(self) -> bool:
+        """Whether drain() was called and its callback has not run yet."""
+        return self._drained is not None and not self._task.done()
+
+    def drain(self, then: Callable[[], object]) -> None:
+        """No more text will come: show what is left batch by batch, a frame painted after each (the last one
+        too), then call `then`. A backlog drawn in one batch held the screen still: 1.15-1.7 s for 20,000
+        tokens at 10,000 tok/s (bench/stream_render.py)."""
+        if self._task.done():
+            then()
+            return
+        self._drained = then
+        self._ended.set()
+        self._wake.set()
+
+    def hurry(self) -> None:
+        """Show what is left in one batch, without waiting for frames (the user asked to be done, or a tool
+        block comes next)."""
+        self._ended.set()
+        self._hurried.set()
+        self._wake.set()
+
     async def _run(self) -> None:
+        try:
+            await self._write_batches()
+        finally:  # a batch that failed must not keep the turn from ending (close() raises its error)
+            if self._drained is not None:
+                self._drained()
+
+    async def _write_batches(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -63,7 +95,7 @@ class _Segment:
             if self._pending:
                 text = "".join(self._pending)
                 self._pending.clear()
-                if len(text) > self._batch and not self._closed.is_set():
+                if len(text) > self._batch and not self._hurried.is_set():
                     # More than a frame's worth: the rest waits for the next batch, after this one is shown.
                     text, rest = text[: self._batch], text[self._batch :]
                     self._pending.append(rest)
@@ -74,11 +106,15 @@ class _Segment:
                 finally:
                     self._busy = False
                 self._pace(len(text), time.monotonic() - started)
-            if self._closed.is_set():
-                # The turn is over: what is left goes in one batch, at once (whoever closes the segment may be
-                # holding up the screen's messages, so no frame could come while we waited for one).
-                if not self._pending:
+            if self._ended.is_set():
+                if self._hurried.is_set() and not self._pending:
                     return
+                if not self._hurried.is_set():
+                    # Draining: no more text will come, so no pause; only the frame that shows this batch (after
+                    # the last batch too, so that the reply is on screen before the turn's end adds to it).
+                    await self._painted()
+                    if not self._pending:
+                        return
                 continue
             # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next (and the
             # end of the turn, at once: the last text must not wait out the pause). A cheap batch needs a short
@@ -92,30 +128,31 @@ class _Segment:
                 continue
             pause = min(BATCH_PERIOD - spent, 2 * spent)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closed.wait(), pause)
+                await asyncio.wait_for(self._ended.wait(), pause)
 
     async def _painted(self) -> None:
-        """Until the screen has painted what the last batch changed, or the turn is over."""
+        """Until the screen has painted what the last batch changed, or the segment is hurried."""
         painted = asyncio.get_running_loop().create_future()
         self.widget.call_after_refresh(lambda: None if painted.done() else painted.set_result(None))
-        closed = asyncio.ensure_future(self._closed.wait())
+        hurried = asyncio.ensure_future(self._hurried.wait())
         try:
-            await asyncio.wait({painted, closed}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({painted, hurried}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            closed.cancel()
+            hurried.cancel()
 
     def _pace(self, characters: int, seconds: float) -> None:
-        """Size the next batch to take about BATCH_SECONDS, judging by this one (a new kind of block, or the
-        switch to drawn blocks, costs more than the rest: the size follows, both ways)."""
-        if characters < self._batch and seconds < BATCH_SECONDS:
+        """Size the next batch to take about BATCH_SECONDS (DRAIN_SECONDS once the text is all here), judging by
+        this one (a new kind of block, or the switch to drawn blocks, costs more than the rest: the size follows,
+        both ways)."""
+        budget = DRAIN_SECONDS if self._ended.is_set() else BATCH_SECONDS
+        if characters < self._batch and seconds < budget:
             return  # a small batch says little about a full one
         low, high = BATCH_CHARACTERS
-        wanted = characters * BATCH_SECONDS / max(seconds, 1e-3)
+        wanted = characters * budget / max(seconds, 1e-3)
         self._batch = int(min(high, max(low, (self._batch + wanted) / 2)))
 
     async def close(self, reply_text: str) -> None:
-        self._closed.set()
-        self._wake.set()
+        self.hurry()
         await self._task
         await self.widget.end_stream()
         # What is shown must be exactly what arrived (it is; a mismatch would be a bug, so render it whole).
@@ -129,6 +166,9 @@ class _Segment:
 
 BATCH_PERIOD = 1 / 30  # streamed text goes to the Markdown at most this often: a batch per frame or two
 BATCH_SECONDS = 0.04  # the time one batch should take at most, so that frames keep coming
+# Once the text is all here, a batch may take longer: no text waits behind it, and each frame in between costs
+# 15-40 ms at the end of a long reply, so that with 0.04 s batches the backlog took twice as long to show.
+DRAIN_SECONDS = 0.06
 BATCH_CHARACTERS = (400, 40_000)  # the smallest and largest batch (the first is the smallest)
 
 _MARKS = {"interrupted": "cut_off"}  # how a reply's border shows its end (chat.tcss)
@@ -235,6 +275,23 @@ class AssistantReply(Vertical):
     def settled(self) -> bool:
         """Whether all the text that arrived is in the widgets (for benches and tests: bench/stream_render.py)."""
         return self._segment is None or self._segment.settled
+
+    @property
+    def draining(self) -> bool:
+        """Whether the turn is over and the text that arrived is still being shown (see `drain`)."""
+        return self._segment is not None and self._segment.draining
+
+    def drain(self, then: Callable[[], object]) -> None:
+        """No more text will come: call `then` once all of it is on screen, with frames painted meanwhile."""
+        if self._segment is None:
+            then()
+        else:
+            self._segment.drain(then)
+
+    def hurry(self) -> None:
+        """Show the rest of a drain at once."""
+        if self._segment is not None:
+            self._segment.hurry()
 
     def on_unmount(self) -> None:
         if self._segment is not None:  # removed mid-stream (the app quit, the log was cleared)
