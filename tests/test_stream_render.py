@@ -238,6 +238,7 @@ async def test_a_reply_whose_text_is_all_here_is_shown_batch_by_batch_and_then_t
     app = LogApp()
     async with app.run_test(size=(100, 200)) as pilot:
         reply, events = await _backlog(app, text)
+        assert reply.behind  # what the chat checks before it drains rather than ends the turn at once
         reply.drain(lambda: events.append("done"))
         assert reply.draining
         await wait_until(pilot, lambda: "done" in events, timeout=20)

@@ -731,10 +731,12 @@ class ChatScreen(PromptlyPainted[None]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
-        if reply is not None and not message.shown:
-            # All the text is here, maybe not all of it shown: the rest goes on batch by batch, a frame painted
-            # after each (this handler returns, so the screen paints), and the turn ends once it is on screen.
-            # The last text thus shows before the turn's end work (footer, sidebar, store), not after it.
+        if reply is not None and not message.shown and reply.behind:
+            # All the text is here, more of it unshown than a batch holds (a stream faster than the screen): the
+            # rest goes on batch by batch, a frame painted after each (this handler returns, so the screen
+            # paints), and the turn ends once it is on screen. Otherwise the turn ends at once: the text's last
+            # batch and the footer share a frame (painting the text first held the footer back a whole frame,
+            # 50-70 ms in bench/fanout.py, to show the last few tokens 25 ms sooner).
             if result.status == "cancelled":
                 reply.hurry()  # the user asked to stop: no frames waited for
             reply.drain(lambda: self.post_message(TurnDone(result, shown=True)))

@@ -58,6 +58,11 @@ class _Segment:
         return not self._pending and not self._busy
 
     @property
+    def behind(self) -> bool:
+        """Whether more text waits than one batch shows: the stream has outrun the screen."""
+        return sum(map(len, self._pending)) > self._batch
+
+    @property
     def draining(self) -> bool:
         """Whether drain() was called and its callback has not run yet."""
         return self._drained is not None and not self._task.done()
@@ -168,7 +173,7 @@ BATCH_PERIOD = 1 / 30  # streamed text goes to the Markdown at most this often: 
 BATCH_SECONDS = 0.04  # the time one batch should take at most, so that frames keep coming
 # Once the text is all here, a batch may take longer: no text waits behind it, and each frame in between costs
 # 15-40 ms at the end of a long reply, so that with 0.04 s batches the backlog took twice as long to show.
-DRAIN_SECONDS = 0.06
+DRAIN_SECONDS = 0.08
 BATCH_CHARACTERS = (400, 40_000)  # the smallest and largest batch (the first is the smallest)
 
 _MARKS = {"interrupted": "cut_off"}  # how a reply's border shows its end (chat.tcss)
@@ -275,6 +280,11 @@ class AssistantReply(Vertical):
     def settled(self) -> bool:
         """Whether all the text that arrived is in the widgets (for benches and tests: bench/stream_render.py)."""
         return self._segment is None or self._segment.settled
+
+    @property
+    def behind(self) -> bool:
+        """Whether more text waits to be shown than one batch holds (see `drain`)."""
+        return self._segment is not None and self._segment.behind
 
     @property
     def draining(self) -> bool:
