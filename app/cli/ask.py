@@ -16,6 +16,7 @@ from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
 from ..terminal import inert, inert_json
+from ..wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from .progress import Progress
 
@@ -48,7 +49,7 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
             print(f"moa-chat: {line}", file=sys.stderr)
     if not args.quiet:
         refs = len(panel(preset))
-        seats = "solo, no references" if args.solo else f"{refs} reference{'s' if refs != 1 else ''}"
+        seats = "solo, no references" if args.solo else plural(refs, "reference")
         print(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}", file=sys.stderr)
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""

@@ -18,6 +18,7 @@ from ..config import Config, ConfigError, data_home, default_config_path, load_c
 from ..providers import choose_start, has_key, missing_keys
 from ..providers.local import INSTALL_HINT, installed_model
 from ..terminal import inert
+from ..wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 ENDPOINT_TIMEOUT = 4.0
@@ -56,9 +57,7 @@ def _presets(config: Config) -> list[Check]:
             checks.append(Check(False, f"preset {name}: {problem}", "define that provider under providers:"))
         elif not preset.bundled:
             refs = len(preset.references)
-            checks.append(
-                Check(True, f"preset {name}: {refs} reference{'s' if refs != 1 else ''} → {preset.aggregator.label}")
-            )
+            checks.append(Check(True, f"preset {name}: {plural(refs, 'reference')} → {preset.aggregator.label}"))
     return checks
 
 
@@ -135,4 +134,4 @@ def _print(checks: list[Check], out: TextIO) -> None:
         if check.fix and check.ok is False:
             out.write(f"    fix: {check.fix}\n")
     failed = sum(c.ok is False for c in checks)
-    out.write(f"\n{'all is well' if not failed else f'{failed} problem' + ('s' if failed != 1 else '')}\n")
+    out.write(f"\n{plural(failed, 'problem') if failed else 'all is well'}\n")

@@ -9,6 +9,7 @@ from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, Referen
 from ..session import Event, Notice, ServerStart, ToolCallEvent
 from ..terminal import inert
 from ..tools.registry import summarize_arguments
+from ..wording import plural
 
 
 class Progress:
@@ -77,10 +78,8 @@ class Progress:
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None
-            many = "s" if event.references_total != 1 else ""
-            return (
-                f"  → {event.label} writing ({event.references_ok}/{event.references_total} reference{many} answered)"
-            )
+            answered = f"{event.references_ok}/{plural(event.references_total, 'reference')} answered"
+            return f"  → {event.label} writing ({answered})"
         if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):
             took = f" {event.seconds:.1f}s" if event.seconds else ""
             why = ""

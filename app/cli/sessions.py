@@ -11,6 +11,7 @@ from ..config.pricing import format_cost
 from ..store import SessionStore
 from ..store.export import as_json, as_markdown
 from ..terminal import inert, inert_json
+from ..wording import plural
 from .exit_codes import EXIT_OK
 
 
@@ -24,7 +25,7 @@ def list_sessions(store: SessionStore, out: TextIO, *, as_json: bool = False, se
         return EXIT_OK
     for session in found:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated))
-        turns = f"{session.turns} turn{'s' if session.turns != 1 else ''}"
+        turns = plural(session.turns, "turn")
         cost = format_cost(session.cost) if session.cost is not None else ""
         out.write(f"{session.id}  {when}  {session.preset:<12}  {turns:>8}  {cost:>8}  {inert(session.title)}\n")
     return EXIT_OK

@@ -14,6 +14,7 @@ from ..prompts import (
     TOOL_RESULT_PREFIX,
     message_text,
 )
+from ..wording import plural
 from .events import ReferenceFinished
 
 # Long tool results are cut to head and tail: references need their gist, not every byte.
@@ -106,7 +107,7 @@ def guidance_message(
     ]
     if answered:
         lines += [
-            f"{len(answered)} advisor model{'s' if len(answered) != 1 else ''} read this conversation and "
+            f"{plural(len(answered), 'advisor model')} read this conversation and "
             "answered the latest request. They could not use tools or see anything beyond the conversation. "
             "Weigh their answers: keep what is right, fix what is wrong, fill gaps. Then reply to the user "
             "yourself, in your own voice, using tools where they help. Don't mention the advisors unless asked.",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..prompts import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
+from ..wording import plural
 from .loopback_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
 PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant
@@ -213,7 +214,7 @@ def _report_on_tools(results: list[tuple[str, str]]) -> str:
         if name == "list_directory" and body:
             entries = [line.split("  (")[0] for line in body[1:] if not line.startswith("[")]
             shown = ", ".join(f"`{e}`" for e in entries[:12]) + (" …" if len(entries) > 12 else "")
-            count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+            count = plural(len(entries), "entry", "entries")
             lines.append(f"- **The folder** holds {count}: {shown}")
         elif name == "read_file" and body:
             first = next((line.lstrip("# ").strip() for line in body[1:] if line.strip()), "")

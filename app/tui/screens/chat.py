@@ -39,6 +39,7 @@ from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...tools import ApprovalRequest, Decision
+from ...wording import plural
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
 from ..pacing import PromptlyPainted
@@ -49,7 +50,7 @@ from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
 from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
-from ..widgets.reply import AssistantReply, plural
+from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
 from .approval import ApprovalScreen
 from .confirm import ConfirmScreen

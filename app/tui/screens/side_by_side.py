@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from ...terminal import inert
+from ...wording import plural
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer
@@ -66,7 +67,7 @@ class SideBySide(ModalScreen[None]):
             yield Static(
                 Content.assemble(
                     ("Side by side", "bold"),
-                    (f" — the {count} answer{'' if count == 1 else 's'} {inert(self.aggregator)} read", "$text-muted"),
+                    (f" — the {plural(count, 'answer')} {inert(self.aggregator)} read", "$text-muted"),
                 ),
                 classes="modal-title",
             )

@@ -27,6 +27,7 @@ from ...config.pricing import format_cost
 from ...store import SessionStore, StoredTurn
 from ...store.traces import read_traces, trace_path
 from ...terminal import inert
+from ...wording import plural
 from ..widgets.reference_card import WORDS
 
 # A trace's time is rounded to the millisecond and a turn's start is not: a call that ended within a
@@ -254,7 +255,7 @@ class TraceScreen(ModalScreen[None]):
         title = [("Trace", "bold")]
         if trace.turn is not None:
             count = len(trace.calls)
-            title.append((f" — turn {trace.number} · {count} call{'' if count == 1 else 's'}", "$text-muted"))
+            title.append((f" — turn {trace.number} · {plural(count, 'call')}", "$text-muted"))
         self.query_one("#trace-title", Static).update(Content.assemble(*title))
         empty = self.query_one("#trace-empty", Static)
         if not trace.calls:

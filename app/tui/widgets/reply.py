@@ -21,6 +21,7 @@ from textual.widgets import Static
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
+from ...wording import plural
 from .tool_block import ToolBlock
 
 if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
@@ -187,10 +188,6 @@ class PanelAnswer:
     status: str
     text: str
     error: str | None
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 class ReplyMeta(Static):

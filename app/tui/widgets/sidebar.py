@@ -11,6 +11,7 @@ from ...config import Config, Preset
 from ...engine.panel import panel
 from ...providers import missing_keys
 from ...session import UsageLedger
+from ...wording import plural
 from .reference_card import ReferenceCard
 
 
@@ -41,7 +42,7 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         for layer in range(1, preset.layers + 1):
             cards = [card for card, seat in zip(self._cards, seats, strict=True) if seat.layer == layer]
             count = len(cards)
-            title = f"{count} reference{'' if count == 1 else 's'}"
+            title = plural(count, "reference")
             if preset.layers > 1:
                 title = f"Layer {layer} · {title}"
             groups += [Static(title, classes="sidebar-title"), *cards]
