@@ -99,7 +99,8 @@ async def test_a_reply_shows_file_names_as_text_and_code_in_a_named_frame(wire_c
         assert actions == ["link('https://example.com')"], actions
         fences = list(markdown.query(CodeFence))
         assert [f.border_title for f in fences] == ["python", None]
-        assert markdown.children[-1].styles.margin.bottom == 0  # no second blank line before the footer
+        # No second blank line before the footer: the Markdown ends where its last block does.
+        assert markdown.children[-1].styles.margin.bottom == 1 and markdown.region.bottom == fences[-1].region.bottom
 
 
 async def test_a_long_code_line_scrolls_and_shows_a_scrollbar(wire_config, llm_server):

@@ -5,9 +5,8 @@ http://README.md (both are top-level domains). Links a model writes out (https:/
 work. Its code fences clip a long line silently: here the frame names the language and a line that does not
 fit scrolls, with a scrollbar that says so.
 
-A long streamed reply stays cheap (issue 12). A Markdown block widget costs milliseconds to mount (its CSS,
-uncached because the stylesheets style `MarkdownBlock:last-child`, and a restyle of its siblings), and every
-layout pass walks all of them: a reply of a few thousand tokens used to fall seconds behind a fast server.
+A long streamed reply stays cheap (issue 12). A Markdown block widget costs milliseconds to mount (its CSS),
+and every layout pass walks all of them: a reply of a few thousand tokens used to fall seconds behind a fast server.
 So past a few blocks a streamed ReplyMarkdown stops making a widget per block. It draws each block through a
 *stamp*: a hidden, already-styled widget tree of the same shape (a paragraph, a list of two items, a python
 fence, …) that takes the block's content, is laid out by a private compositor and drawn to lines. Finished
@@ -36,6 +35,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.geometry import Region, Size, Spacing
 from textual.highlight import highlight
+from textual.layout import DockArrangeResult
 from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
@@ -364,7 +364,7 @@ class Drawer:
     """Draws parsed blocks (widgets not mounted) through stamps: hidden block widgets at the front of the
     Markdown itself, one per shape. In the same parent as the blocks they stand for, they get the same CSS;
     hidden, the layout skips them and nothing mounted beside them restyles them; in front of every block
-    shown, none of them is the `:last-child`."""
+    shown, none of them is the last child."""
 
     def __init__(self, markdown: ReplyMarkdown) -> None:
         self.markdown = markdown
@@ -456,9 +456,28 @@ class ReplyMarkdown(Markdown):
         self._run: FrozenBlocks | None = None  # where finished blocks are drawn to
         self._live: FrozenBlocks | None = None  # the growing block, drawn
         self._live_widget: MarkdownBlock | None = None  # or, if it cannot be drawn, the growing block's widget
+        self._trimmed: tuple[DockArrangeResult, DockArrangeResult] | None = None  # see arrange
 
     def _batch(self) -> contextlib.AbstractContextManager[None]:
         return batch_update(self)
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        """Textual's arrangement, but the last block's bottom margin ends with it: the space after a run of text
+        is the next thing's margin (a tool block, the footer), not two blank lines where a paragraph's margin
+        meets it. A `MarkdownBlock:last-child` rule did this: any such rule leaves every block's styles out of
+        Textual's cache and restyles a block's siblings at each mount (a third of a reply's first batches)."""
+        arranged = super().arrange(size, optimal)  # cached by Textual, and dropped when the layout changes
+        if self._trimmed is not None and self._trimmed[0] is arranged:
+            return self._trimmed[1]
+        trimmed, placements = arranged, arranged.placements
+        last = next((n for n in range(len(placements) - 1, -1, -1) if not placements[n].overlay), None)
+        if last is not None and placements[last].margin.bottom:
+            top, right, _, left = placements[last].margin
+            placements = [*placements]
+            placements[last] = placements[last]._replace(margin=Spacing(top, right, 0, left))
+            trimmed = DockArrangeResult(placements, arranged.widgets, arranged.scroll_spacing)
+        self._trimmed = (arranged, trimmed)
+        return trimmed
 
     def update(self, markdown: str) -> AwaitComplete:
         self._tail, self._drawer = None, None  # Textual's update removes every block, stamps too
@@ -524,8 +543,7 @@ class ReplyMarkdown(Markdown):
     async def _start_drawing(self, first_line: int) -> None:
         """From widgets to drawn blocks: the finished blocks shown so far (the text before `first_line`) are
         drawn too, their widgets kept hidden as the first stamps (so the switch mounts nothing new), the others
-        removed: a block widget shown is restyled whenever anything is mounted beside it (for `:last-child`),
-        which would make each new run as dear as a block."""
+        removed."""
         if self.outer_size.width <= 0:
             await laid_out(self)  # mounted, not laid out yet: drawing needs the width
             if self.outer_size.width <= 0:
@@ -537,13 +555,11 @@ class ReplyMarkdown(Markdown):
         starts = [block.source_range[0] for block in blocks] + [first_line]
         with self._batch():
             self._live = FrozenBlocks()
-            await self.mount(self._live)  # last: no block widget is the last child any more
+            await self.mount(self._live)
             gone = widgets[-1:]  # the growing block: its shape is still changing
             finished = widgets[:-1] if len(widgets) - 1 == len(blocks) else []
             for widget, block in zip(finished, blocks, strict=False):
-                if drawer.adopt(widget, shape(block)):
-                    widget.update_node_styles()  # styled as it is now: not the last child
-                else:
+                if not drawer.adopt(widget, shape(block)):
                     gone.append(widget)
             gone.extend(widget for widget in widgets[:-1] if widget not in finished)
             for index, block in enumerate(blocks):
@@ -648,7 +664,7 @@ class ReplyMarkdown(Markdown):
         self._live.show(drawn.lines, drawn.margin_top, drawn.margin_bottom, (drawer.width, drawing_key(self)))
 
     async def end_stream(self) -> None:
-        """The stream is over: the last block becomes a widget (styled as the last child, live to the mouse)."""
+        """The stream is over: the last block becomes a widget (live to the mouse)."""
         async with self.lock:
             if self._live is None or self._tail is None:
                 return
