@@ -9,6 +9,7 @@ import random
 import pytest
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import stylesheet_paths
+from moa_chat.tui.pacing import PromptlyPainted
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
@@ -72,6 +73,20 @@ class LogApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield ChatLog(id="chat-log")
+
+
+class PacedScreen(PromptlyPainted[None]):
+    """A screen that paints as the chat's does (tui/pacing.py): a drain paints each batch itself."""
+
+    def compose(self) -> ComposeResult:
+        yield ChatLog(id="chat-log")
+
+
+class PacedLogApp(App[None]):
+    CSS_PATH = stylesheet_paths()
+
+    def get_default_screen(self) -> PacedScreen:
+        return PacedScreen()
 
 
 def cells(strips: list[Strip]) -> list[list[tuple[str, object]]]:
@@ -230,19 +245,25 @@ async def _backlog(app: App[None], text: str) -> tuple[AssistantReply, list[str]
     return reply, events
 
 
-async def test_a_reply_whose_text_is_all_here_is_shown_batch_by_batch_and_then_the_turn_ends():
+@pytest.mark.parametrize("app_class", [LogApp, PacedLogApp])
+async def test_a_reply_whose_text_is_all_here_is_shown_batch_by_batch_and_then_the_turn_ends(app_class):
     """The backlog a fast stream leaves behind goes on in batches, a frame painted after each (one batch held the
     screen still for over a second), the turn's end comes after the frame that shows the last of it, and what is
     shown is the text rendered in one go."""
     text = CORPUS * 3
-    app = LogApp()
+    app = app_class()
     async with app.run_test(size=(100, 200)) as pilot:
         reply, events = await _backlog(app, text)
+        screen, painted_now = app.screen, []
+        if isinstance(screen, PromptlyPainted):  # the chat's screen paints each batch when told to, at once
+            paint_now = screen.paint_now
+            screen.paint_now = lambda: painted_now.append(paint_now()) or painted_now[-1]  # type: ignore[method-assign]
         assert reply.behind  # what the chat checks before it drains rather than ends the turn at once
         reply.drain(lambda: events.append("done"))
         assert reply.draining
         await wait_until(pilot, lambda: "done" in events, timeout=20)
         assert not reply.draining and reply.settled
+        assert any(painted_now) == isinstance(screen, PromptlyPainted)
         assert events.count("batch") >= 2, events  # the first batch is the smallest: 400 characters
         batches = [n for n, event in enumerate(events) if event == "batch"]
         for this, following in zip(batches, [*batches[1:], events.index("done")], strict=True):

@@ -61,3 +61,12 @@ class PromptlyPainted(Screen[ResultType]):
             and self.clock() - self._last_paint >= UPDATE_PERIOD
         ):
             self._on_timer_update()
+
+    def paint_now(self) -> bool:
+        """Lay out and paint what changed at once, for a task that wants its change on screen before it goes on
+        (a reply's drain: tui/widgets/reply.py). False if the screen cannot paint now (not current, inside
+        App.batch_update) or has nothing to paint."""
+        if self.app._batch_count or not self.is_current or not self._paint_due():
+            return False
+        self._on_timer_update()
+        return True
