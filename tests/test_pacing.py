@@ -107,3 +107,18 @@ async def test_a_screen_can_leave_the_pacing_to_the_timer() -> None:
         await PromptlyPainted._on_idle(screen, events.Idle())
         assert app.frames == frames
         assert screen._paint_due()  # left for the timer's tick
+
+
+async def test_an_uncapped_screen_paints_again_within_a_frame_period() -> None:
+    """While a reply drains, each batch waits for its frame: the frame period's cap is lifted, so that the timer's
+    grid does not space the batches out as well."""
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = _stopped_timer(app, clock)
+        screen._last_paint = clock.now - UPDATE_PERIOD / 2
+        screen.paints_uncapped = lambda: True  # type: ignore[method-assign]
+        app.query_one("#text", Static).update("after")
+        frames = app.frames
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames + 1
+        assert not screen._paint_due()

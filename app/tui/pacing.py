@@ -9,7 +9,9 @@ timer paces it as before, so the frame rate stays capped. A screen may also leav
 for a while (`paints_promptly`). The chat does while a turn runs: painting each streamed batch at
 once doubled the frames (55 against 29 in 2 s), on a UI thread that 2,000 tok/s keeps near saturation, and
 in 2 of 3 rounds the last of 4,000 tokens showed 100-180 ms later (bench/stream_render.py; a 5-round rerun
-put all three within noise). Until that is settled, a stream keeps the timer's pace.
+put all three within noise). Until that is settled, a stream keeps the timer's pace. And a screen may lift
+the cap for a while (`paints_uncapped`): the chat does while a reply drains, since each batch waits for its
+frame and so spaces the frames itself.
 
 Textual is pinned (pyproject): this leans on `Screen._on_timer_update` (the timer's own callback: layout,
 then paint) and on the flags `Screen._on_idle` reads to decide that a paint is due.
@@ -37,6 +39,11 @@ class PromptlyPainted(Screen[ResultType]):
         """Whether a change is painted as soon as the screen is idle just now; if not, at the timer's tick."""
         return True
 
+    def paints_uncapped(self) -> bool:
+        """Whether a prompt paint may follow the last one sooner than a frame period: while something else
+        spaces the changes out and waits for each to be painted (a reply's drain, tui/widgets/reply.py)."""
+        return False
+
     def _paint_due(self) -> bool:
         return bool(
             self._layout_required
@@ -58,15 +65,6 @@ class PromptlyPainted(Screen[ResultType]):
             and self.is_current
             and self._paint_due()
             and self.paints_promptly()
-            and self.clock() - self._last_paint >= UPDATE_PERIOD
+            and (self.clock() - self._last_paint >= UPDATE_PERIOD or self.paints_uncapped())
         ):
             self._on_timer_update()
-
-    def paint_now(self) -> bool:
-        """Lay out and paint what changed at once, for a task that wants its change on screen before it goes on
-        (a reply's drain: tui/widgets/reply.py). False if the screen cannot paint now (not current, inside
-        App.batch_update) or has nothing to paint."""
-        if self.app._batch_count or not self.is_current or not self._paint_due():
-            return False
-        self._on_timer_update()
-        return True

@@ -22,7 +22,6 @@ from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
 from ...wording import plural
-from ..pacing import PromptlyPainted
 from .tool_block import ToolBlock
 
 if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
@@ -118,13 +117,9 @@ class _Segment:
                     return
                 if not self._hurried.is_set():
                     # Draining: no more text will come, so no pause; only the frame that shows this batch (after
-                    # the last batch too, so that the reply is on screen before the turn's end adds to it), painted
-                    # at once: waiting for the screen's idle or its timer added 13 ms a batch to the frame's 16.
-                    screen = self.widget.screen
-                    if isinstance(screen, PromptlyPainted) and screen.paint_now():
-                        await asyncio.sleep(0)  # keys and other messages get their turn between batches
-                    else:
-                        await self._painted()
+                    # the last batch too, so that the reply is on screen before the turn's end adds to it). The
+                    # chat paints it as soon as it is idle (ChatScreen.paints_uncapped).
+                    await self._painted()
                     if not self._pending:
                         return
                 continue
