@@ -365,11 +365,16 @@ class ChatScreen(PromptlyPainted[None]):
     def paints_promptly(self) -> bool:
         # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end (a reply's last
         # batches, drawn back to back once the stream is over), and every key outside a turn, are painted at once.
-        return not self.turn_running or (self._reply is not None and self._reply.draining)
+        return not self.turn_running or self._draining
 
     def paints_uncapped(self) -> bool:
         # A drain waits for each batch's frame before the next batch (its work spaces the frames out); waiting
         # for the timer's tick as well added 13 ms a batch, and the log's scroll to its new end a second frame.
+        return self._draining
+
+    @property
+    def _draining(self) -> bool:
+        """Whether the turn is over and its reply's text is still being shown (AssistantReply.drain)."""
         return self._reply is not None and self._reply.draining
 
     async def on_mount(self) -> None:
@@ -737,14 +742,13 @@ class ChatScreen(PromptlyPainted[None]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
-        if reply is not None and not message.shown and reply.behind:
+        if reply is not None and not message.shown and result.status != "cancelled" and reply.behind:
             # All the text is here, more of it unshown than a batch holds (a stream faster than the screen): the
             # rest goes on batch by batch, a frame painted after each (this handler returns, so the screen
             # paints), and the turn ends once it is on screen. Otherwise the turn ends at once: the text's last
             # batch and the footer share a frame (painting the text first held the footer back a whole frame,
-            # 50-70 ms in bench/fanout.py, to show the last few tokens 25 ms sooner).
-            if result.status == "cancelled":
-                reply.hurry()  # the user asked to stop: no frames waited for
+            # 50-70 ms in bench/fanout.py, to show the last few tokens 25 ms sooner). A cancelled turn's rest goes
+            # in one batch, with no frames waited for (the user asked to stop): finish() closes the reply.
             reply.drain(lambda: self.post_message(TurnDone(result, shown=True)))
             return
         if self._starting_timer is not None:
@@ -775,7 +779,7 @@ class ChatScreen(PromptlyPainted[None]):
                 self.notify("Edit dropped.")
                 self.refresh_bindings()
             return
-        if self._reply is not None and self._reply.draining:
+        if self._reply is not None and self._draining:
             self._reply.hurry()  # the turn is over, its reply still being shown: the rest at once
             return
         # Closing HTTP streams can block for a moment; never on the UI's thread.

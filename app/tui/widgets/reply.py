@@ -113,15 +113,13 @@ class _Segment:
                     self._busy = False
                 self._pace(len(text), time.monotonic() - started)
             if self._ended.is_set():
-                if self._hurried.is_set() and not self._pending:
-                    return
                 if not self._hurried.is_set():
                     # Draining: no more text will come, so no pause; only the frame that shows this batch (after
                     # the last batch too, so that the reply is on screen before the turn's end adds to it). The
                     # chat paints it as soon as it is idle (ChatScreen.paints_uncapped).
                     await self._painted()
-                    if not self._pending:
-                        return
+                if not self._pending:
+                    return
                 continue
             # Give the screen its turn to show this batch; the text that arrives meanwhile joins the next (and the
             # end of the turn, at once: the last text must not wait out the pause). A cheap batch needs a short
