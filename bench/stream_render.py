@@ -196,19 +196,23 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
 
     path = write_config(base_url)
 
+    found: list[Any] = []  # the reply, once it is there (a query of the whole DOM per frame taxed the row)
+
     def shows_whole(app: Any) -> bool:
-        replies = app.query(AssistantReply)
-        if not replies:
-            return False
-        reply = replies.last()
+        if not found:
+            replies = app.query(AssistantReply)
+            if not replies:
+                return False
+            found.append(replies.last())
+        reply = found[0]
         if reply.text != expected:
             return False
         if IN_FLIGHT[0] or not getattr(reply, "settled", True):
             return False
-        markdown = reply.query(ReplyMarkdown)
-        if not markdown or markdown.last().source != expected:
+        markdown = [child for child in reply.children if isinstance(child, ReplyMarkdown)]
+        if not markdown or markdown[-1].source != expected:
             return False
-        last = markdown.last().children[-1] if markdown.last().children else None
+        last = markdown[-1].children[-1] if markdown[-1].children else None
         return last is not None and laid_out(app, last)
 
     config = load_config(path)
