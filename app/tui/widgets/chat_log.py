@@ -15,7 +15,9 @@ from functools import partial
 
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -24,6 +26,7 @@ from ...session import Exchange
 from ...session.attachments import describe, split_attachments
 from ...terminal import inert
 from .reply import AssistantReply
+from .rows import repeated_line
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
@@ -58,6 +61,9 @@ class ChatLog(VerticalScroll):
         # Anchored: new content keeps the view at the bottom until the user scrolls up, and following
         # resumes when they scroll back down (Textual's anchor semantics).
         self.anchor()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        return repeated_line(self, crop) or super().render_lines(crop)
 
     async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
         """Replace what the log shows with a stored conversation; returns its last reply."""

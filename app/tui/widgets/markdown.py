@@ -60,6 +60,8 @@ from textual.widgets._markdown import (
     MarkdownTable,
 )
 
+from .rows import repeated_line
+
 if TYPE_CHECKING:
     from textual.await_complete import AwaitComplete
 
@@ -457,6 +459,9 @@ class ReplyMarkdown(Markdown):
         self._live: FrozenBlocks | None = None  # the growing block, drawn
         self._live_widget: MarkdownBlock | None = None  # or, if it cannot be drawn, the growing block's widget
         self._trimmed: tuple[DockArrangeResult, DockArrangeResult] | None = None  # see arrange
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        return repeated_line(self, crop) or super().render_lines(crop)
 
     def _batch(self) -> contextlib.AbstractContextManager[None]:
         return batch_update(self)

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -22,6 +24,7 @@ from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...terminal import inert
 from ...wording import plural
+from .rows import repeated_line
 from .tool_block import ToolBlock
 
 if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
@@ -35,7 +38,7 @@ class _Segment:
     it to its Markdown: whatever arrived since the last batch, one batch per frame, so the batch size follows
     how fast the screen keeps up (Textual's MarkdownStream appends back to back instead, and its batches grow
     until each one re-lays out the whole reply). Between batches, the blocks the stream has left behind are
-    frozen (ReplyMarkdown.freeze), so that a batch costs the same at the end of a long reply as at its start."""
+    frozen (drawn to lines: see tui/widgets/markdown.py), so that a batch costs the same at the end of a long reply as at its start."""
 
     def __init__(self, widget: ReplyMarkdown, start: int) -> None:
         self.widget = widget
@@ -234,6 +237,9 @@ class AssistantReply(Vertical):
         self._segment: _Segment | None = None
         self._tools: dict[str, ToolBlock] = {}
         self.finished = False
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        return repeated_line(self, crop) or super().render_lines(crop)
 
     def compose(self) -> ComposeResult:
         if self._shown is not None:
