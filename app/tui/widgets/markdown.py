@@ -244,13 +244,16 @@ class _Offscreen(Compositor):
 _STYLES_CACHE = StylesCache()
 
 
-def _render_at(widget: Widget, size: Size) -> list[Strip]:
-    """`widget` drawn at `size`, as Widget.render_lines draws it at the size of its region."""
+def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -> list[Strip]:
+    """`widget` drawn at `size`, as Widget.render_lines draws it at the size of its region (`content`: its
+    content's lines at that size, if they are drawn already)."""
     styles = widget.styles
     gutter = styles.gutter
     content_size = Size(max(0, size.width - gutter.width), max(0, size.height - gutter.height))
     visual_style = widget.visual_style
-    strips = Visual.to_strips(widget, widget._render(), content_size.width, content_size.height, visual_style)
+    strips = content
+    if strips is None:
+        strips = Visual.to_strips(widget, widget._render(), content_size.width, content_size.height, visual_style)
     blank = Strip.blank(content_size.width, visual_style.rich_style)
 
     def content_line(y: int) -> Strip:
@@ -419,6 +422,16 @@ class Drawer:
         styles = stamp.styles
         margin = styles.margin
         app = self.markdown.app
+        content = None
+        if not stamp.children:
+            # A leaf's text wrapped once, at the width a block as wide as the Markdown has inside: for its lines,
+            # and for its height, which the box model below then takes from Textual's own cache (keyed by that
+            # width: if the box model asks at another, it wraps the text itself). Wrapped twice, it was a third
+            # of a paragraph's cost.
+            inner = width - margin.width - styles.gutter.width
+            if inner > 0:
+                content = Visual.to_strips(stamp, stamp._render(), inner, None, stamp.visual_style)
+                stamp._content_height_cache = (inner, len(content))
         # As the vertical layout sizes a block of its Markdown (the height does not matter: blocks are auto).
         container, margins = Size(width, app.size.height), Size(margin.width, margin.height)
         (box,) = resolve_box_models([styles.height], [stamp], container, app.size, margins, "height")
@@ -428,7 +441,10 @@ class Drawer:
         if not stamp.children:
             # A paragraph, a heading, a rule: a widget alone, drawn as the compositor below would draw it at
             # `size`, without laying out a tree of one (a third of each such block's cost, bench/stream_render.py).
-            rows = _render_at(stamp, size)
+            gutter = styles.gutter
+            if content is not None and size != Size(inner + gutter.width, len(content) + gutter.height):
+                content = None  # sized otherwise (a min-height, a fixed width): drawn at that size
+            rows = _render_at(stamp, size, content)
             return Drawn([Strip.join([left, row, right]) for row in rows], margin.top, margin.bottom)
         compositor = _Offscreen()
         compositor.reflow(stamp, size)
