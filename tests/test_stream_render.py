@@ -123,10 +123,14 @@ def shown(app: App[None], widget: ReplyMarkdown) -> list[list[tuple[str, object]
     return cells([line.crop(region.x, region.right) for line in screen[region.y : region.bottom]])
 
 
-async def render(text: str, *, pieces: list[str] | None, size: tuple[int, int]) -> tuple[list, list[type]]:
+async def render(
+    text: str, *, pieces: list[str] | None, size: tuple[int, int], theme: str | None = None
+) -> tuple[list, list[type]]:
     """The cells of the reply's Markdown on screen, and the kinds of widget it holds."""
     app = LogApp()
     async with app.run_test(size=size) as pilot:
+        if theme is not None:
+            app.theme = theme
         reply = AssistantReply("preset", "wire:agg", 1)
         await app.query_one(ChatLog).mount(reply)
         if pieces is None:
@@ -153,11 +157,11 @@ def split(text: str, seed: int) -> list[str]:
     return pieces
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(seed):
+@pytest.mark.parametrize(("seed", "theme"), [(1, None), (2, None), (3, "textual-light")])
+async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(seed, theme):
     size = (100, 200)
-    whole, _ = await render(CORPUS, pieces=None, size=size)
-    streamed, kinds = await render(CORPUS, pieces=split(CORPUS, seed), size=size)
+    whole, _ = await render(CORPUS, pieces=None, size=size, theme=theme)
+    streamed, kinds = await render(CORPUS, pieces=split(CORPUS, seed), size=size, theme=theme)
     assert FrozenBlocks in kinds, "the long reply should have been drawn"
     assert len(streamed) == len(whole)
     for number, (got, want) in enumerate(zip(streamed, whole, strict=True)):

@@ -242,6 +242,9 @@ def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -
     title = widget._border_title
     subtitle = widget._border_subtitle
     _STYLES_CACHE.clear()
+    # And the line of background and side borders it keeps for a widget's plain rows, which clear() leaves (as
+    # render_widget does): else one widget's padding rows came out in another's colours, an earlier theme's too.
+    _STYLES_CACHE._simple_strip = None
     return _STYLES_CACHE.render(
         styles,
         size,
