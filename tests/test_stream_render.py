@@ -224,6 +224,29 @@ async def test_a_stretched_reply_is_drawn_again_at_the_new_width():
     assert narrow == whole
 
 
+async def test_a_theme_chosen_while_a_reply_streams_recolours_what_was_drawn_before():
+    """Drawn lines are for one set of styles: after a theme is chosen mid-stream, what was drawn before it is
+    drawn again in its colours, and the whole reply looks as the text rendered in that theme in one go."""
+    app = LogApp()
+    pieces = split(CORPUS, 6)
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        markdown = ReplyMarkdown(classes="reply-markdown")
+        await reply.mount(markdown)
+        for number, piece in enumerate(pieces):
+            if number == len(pieces) // 2:
+                app.theme = "textual-light"  # its styles apply a moment later (App.refresh_css, call_next)
+            await markdown.stream(piece)
+        await markdown.end_stream()
+        for _ in range(5):
+            await pilot.pause()
+        assert markdown.query(FrozenBlocks)
+        recoloured = shown(app, markdown)
+    whole, _ = await render(CORPUS, pieces=None, size=(100, 200), theme="textual-light")
+    assert recoloured == whole
+
+
 async def _backlog(app: App[None], text: str) -> tuple[AssistantReply, list[str]]:
     """A reply that was sent `text` faster than it could show it (all of it arrived before the first batch), and
     a log of what follows: each batch given to its Markdown, each frame painted."""

@@ -189,9 +189,13 @@ def batch_update(widget: Widget) -> Iterator[None]:
 
 
 def drawing_key(widget: Widget) -> object:
-    """What, besides the width, drawn lines depend on: the theme and how colours reach the terminal."""
-    app = widget.app
-    return (app.theme, app.ansi_color)
+    """What, besides the width, drawn lines depend on: the styles, as Textual last applied them to the screen
+    (it counts its stylesheet updates), and how colours reach the terminal (a line filter, applied at once).
+
+    Not the theme's name, as it was: Textual applies a new theme's styles a moment after `App.theme` changes
+    (App.refresh_css, by call_next), so a block drawn in that moment would have been taken as drawn in the new
+    theme; and an ANSI theme or a reloaded stylesheet changes styles under the same theme name."""
+    return (widget.screen._css_update_count, widget.app.ansi_color)
 
 
 @dataclass
