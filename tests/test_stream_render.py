@@ -36,6 +36,18 @@ An opening paragraph with **bold**, *emphasis*, `inline code`, ~~struck~~ text a
 2. second
 3. third
 
+- an item of two paragraphs, drawn from its parts
+
+  its second paragraph, long enough to wrap across more than one line of the reply at this width of screen
+- an item that holds a code block, so that the list is laid out by Textual rather than by the list drawer:
+
+  ```python
+  print("in a list")
+  ```
+
+```
+```
+
 ```python
 def handler(event):
     return {"ok": True, "event": event}

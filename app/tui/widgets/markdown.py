@@ -9,7 +9,8 @@ A long streamed reply stays cheap (issue 12). A Markdown block widget costs mill
 and every layout pass walks all of them: a reply of a few thousand tokens used to fall seconds behind a fast server.
 So past a few blocks a streamed ReplyMarkdown stops making a widget per block. It draws each block through a
 *stamp*: a hidden, already-styled widget tree of the same shape (a paragraph, a list of two items, a python
-fence, …) that takes the block's content, is arranged by Textual and drawn to lines (`_compose`). Finished
+fence, …) that takes the block's content, is arranged and drawn to lines (lists and code blocks by a drawer
+of their own, the rest where Textual's layout places their parts: `_compose`). Finished
 blocks go into `FrozenBlocks` (one widget of fixed height showing those lines); the block still growing is a
 FrozenBlocks redrawn each batch; when the stream ends it becomes a real widget. Stamps are the same widget
 classes under the same CSS in the same place, so what is drawn is what the widgets show (tests compare them
@@ -32,6 +33,7 @@ from textual._resolve import resolve_box_models
 from textual._styles_cache import StylesCache
 from textual.content import Content
 from textual.css.query import NoMatches
+from textual.css.scalar import Unit
 from textual.geometry import Region, Size, Spacing
 from textual.highlight import highlight
 from textual.layout import DockArrangeResult
@@ -320,6 +322,122 @@ def _compose(widget: Widget, size: Size) -> list[Strip] | None:
     return lines
 
 
+def _flat(widget: Widget, *, margin: bool = False, gutter: bool = False) -> bool:
+    """Whether `widget` takes its parent's whole width and its content's height, with nothing around it: no
+    margin (unless `margin`: the caller places it), border or padding (unless `gutter`: drawn with it), no size
+    limits, no offset, shown. Inside a list, Textual's CSS makes each part so (MarkdownList, its rows'
+    Horizontal and Vertical, the paragraphs in an item); a theme or stylesheet that changes that sends the list
+    through _compose."""
+    styles = widget.styles
+    width, height = styles.width, styles.height
+    return (
+        (margin or not styles.margin)
+        and (gutter or not styles.gutter)
+        and width is not None
+        and width.is_fraction
+        and width.value == 1
+        and height is not None
+        and height.is_auto
+        and styles.min_width is None
+        and styles.max_width is None
+        and styles.min_height is None
+        and styles.max_height is None
+        and not styles.has_rule("offset")
+        and styles.get_rule("visibility") != "hidden"
+    )
+
+
+def _list_lines(stamp: Widget, width: int, *, nested: bool = False) -> list[Strip] | None:
+    """A list stamp drawn at `width`: rows of a bullet beside a column of blocks, as MarkdownBulletList and
+    MarkdownOrderedList compose them. None if a part of it is not as Textual's CSS makes it (see `_flat`), or
+    an item holds a block other than a paragraph or a list (a code block): then _compose draws it.
+
+    The parts are placed here as Textual's layouts place them: each row as tall as its column, the bullet as
+    wide as its symbol and as tall as its row, the column the rest of the width, its blocks one under another
+    (no margins between them, as _flat asks). Arranged through Textual's box models (two passes over every
+    part: one for its height, one at its size), a list of two items cost five times as much, and lists are
+    the commonest block in a model's answers after paragraphs. The lines are tested cell by cell against the
+    widgets' (tests/test_stream_render.py)."""
+    if width <= 0 or not isinstance(stamp, MarkdownList) or not _flat(stamp, margin=not nested):
+        return None
+    lines: list[Strip] = []
+    for row in stamp.displayed_children:
+        parts = row.displayed_children
+        if len(parts) != 2 or not _flat(row) or row.styles.layout is None or row.styles.layout.name != "horizontal":
+            return None
+        bullet, column = parts
+        bullet_styles = bullet.styles
+        if (
+            not isinstance(bullet, MarkdownBullet)
+            or bullet_styles.margin
+            or bullet_styles.gutter
+            or bullet_styles.width is None
+            or not bullet_styles.width.is_auto
+            or bullet_styles.height is not None  # no rule: as tall as its row
+            or bullet_styles.min_width is not None
+            or bullet_styles.max_width is not None
+            or not _flat(column)
+        ):
+            return None
+        bullet_width = bullet.get_content_width(Size(width, 0), bullet.app.size)  # as for its `width: auto`
+        column_width = width - bullet_width
+        if column_width <= 0:
+            return None
+        column_lines: list[Strip] = []
+        for block in column.displayed_children:
+            if isinstance(block, MarkdownList):
+                drawn = _list_lines(block, column_width, nested=True)
+            elif not block.children and _flat(block):
+                content = Visual.to_strips(block, block._render(), column_width, None, block.visual_style)
+                drawn = _render_at(block, Size(column_width, len(content)), content)
+            else:
+                drawn = None
+            if drawn is None:
+                return None
+            column_lines.extend(drawn)
+        if not column_lines:
+            return None  # an empty item: its height is Textual's to decide
+        bullets = _render_at(bullet, Size(bullet_width, len(column_lines)))
+        lines.extend(Strip.join([mark, line]) for mark, line in zip(bullets, column_lines, strict=True))
+    return lines
+
+
+def _fence_lines(stamp: Widget, width: int) -> list[Strip] | None:
+    """A code block's stamp drawn at `width`: its frame (border, title, padding) around its code's Label. None
+    if a part is not as CodeFence's CSS makes it (a Label of the frame's whole width and its code's height,
+    with nothing around it), or if the code is wider than the frame: it scrolls, so it is a widget.
+
+    As for lists (`_list_lines`), arranging it through Textual's box models was a third of its cost."""
+    if not isinstance(stamp, MarkdownFence) or not _flat(stamp, margin=True, gutter=True):
+        return None
+    parts = stamp.displayed_children
+    if len(parts) != 1 or not isinstance(parts[0], Label):
+        return None
+    label, gutter = parts[0], stamp.styles.gutter
+    label_styles = label.styles
+    if (
+        label_styles.margin
+        or label_styles.gutter
+        or label_styles.width is None
+        or not label_styles.width.is_auto
+        or label_styles.height is None
+        or not label_styles.height.is_auto
+        or label_styles.min_width is not None
+        or label_styles.max_width is not None
+        or label_styles.max_height is not None
+    ):
+        return None
+    least = label_styles.min_height  # a Label's CSS gives it a line at least (an empty code block shows one)
+    if least is not None and least.unit != Unit.CELLS:
+        return None
+    inner = width - gutter.width
+    if inner <= 0 or label.get_content_width(Size(inner, 0), label.app.size) > inner:
+        return None  # wider than the frame (or not expanded to it, as the CSS has it)
+    code = Visual.to_strips(label, label._render(), inner, None, label.visual_style)
+    lines = _render_at(label, Size(inner, max(len(code), int(least.value) if least else 0)), code)
+    return _render_at(stamp, Size(width, len(lines) + gutter.height), lines)
+
+
 # --------------------------------------------------------------------------- stamps
 
 
@@ -461,6 +579,13 @@ class Drawer:
         styles = stamp.styles
         margin = styles.margin
         app = self.markdown.app
+        blank = self.blank()
+        listed = _list_lines(stamp, width - margin.width)
+        if listed is None:
+            listed = _fence_lines(stamp, width - margin.width)
+        if listed is not None:
+            left, right = blank.crop(0, margin.left), blank.crop(width - margin.right, width)
+            return Drawn([Strip.join([left, row, right]) for row in listed], margin.top, margin.bottom)
         content = None
         if not stamp.children:
             # A leaf's text wrapped once, at the width a block as wide as the Markdown has inside: for its lines,
@@ -475,7 +600,6 @@ class Drawer:
         container, margins = Size(width, app.size.height), Size(margin.width, margin.height)
         (box,) = resolve_box_models([styles.height], [stamp], container, app.size, margins, "height")
         size = Size(int(box.width), int(box.height))
-        blank = self.blank()
         left, right = blank.crop(0, margin.left), blank.crop(margin.left + size.width, width)
         if not stamp.children:
             # A paragraph, a heading, a rule: a widget alone, drawn as _compose would draw it at
