@@ -322,6 +322,25 @@ def _compose(widget: Widget, size: Size) -> list[Strip] | None:
     return lines
 
 
+def _free(widget: Widget, *, least_height: bool = False) -> bool:
+    """Whether `widget` has no size limits (but a least height, if `least_height`), no offset, and shows."""
+    styles = widget.styles
+    return (
+        styles.min_width is None
+        and styles.max_width is None
+        and (least_height or styles.min_height is None)
+        and styles.max_height is None
+        and not styles.has_rule("offset")
+        and styles.get_rule("visibility") != "hidden"
+    )
+
+
+def _bare(widget: Widget) -> bool:
+    """Whether `widget` has nothing around it: no margin, border or padding."""
+    styles = widget.styles
+    return not styles.margin and not styles.gutter
+
+
 def _flat(widget: Widget, *, margin: bool = False, gutter: bool = False) -> bool:
     """Whether `widget` takes its parent's whole width and its content's height, with nothing around it: no
     margin (unless `margin`: the caller places it), border or padding (unless `gutter`: drawn with it), no size
@@ -338,12 +357,7 @@ def _flat(widget: Widget, *, margin: bool = False, gutter: bool = False) -> bool
         and width.value == 1
         and height is not None
         and height.is_auto
-        and styles.min_width is None
-        and styles.max_width is None
-        and styles.min_height is None
-        and styles.max_height is None
-        and not styles.has_rule("offset")
-        and styles.get_rule("visibility") != "hidden"
+        and _free(widget)
     )
 
 
@@ -366,16 +380,14 @@ def _list_lines(stamp: Widget, width: int, *, nested: bool = False) -> list[Stri
         if len(parts) != 2 or not _flat(row) or row.styles.layout is None or row.styles.layout.name != "horizontal":
             return None
         bullet, column = parts
-        bullet_styles = bullet.styles
+        bullet_width_rule = bullet.styles.width
         if (
             not isinstance(bullet, MarkdownBullet)
-            or bullet_styles.margin
-            or bullet_styles.gutter
-            or bullet_styles.width is None
-            or not bullet_styles.width.is_auto
-            or bullet_styles.height is not None  # no rule: as tall as its row
-            or bullet_styles.min_width is not None
-            or bullet_styles.max_width is not None
+            or not _bare(bullet)
+            or bullet_width_rule is None
+            or not bullet_width_rule.is_auto
+            or bullet.styles.height is not None  # no rule: as tall as its row
+            or not _free(bullet)
             or not _flat(column)
         ):
             return None
@@ -416,15 +428,12 @@ def _fence_lines(stamp: Widget, width: int) -> list[Strip] | None:
     label, gutter = parts[0], stamp.styles.gutter
     label_styles = label.styles
     if (
-        label_styles.margin
-        or label_styles.gutter
+        not _bare(label)
         or label_styles.width is None
         or not label_styles.width.is_auto
         or label_styles.height is None
         or not label_styles.height.is_auto
-        or label_styles.min_width is not None
-        or label_styles.max_width is not None
-        or label_styles.max_height is not None
+        or not _free(label, least_height=True)
     ):
         return None
     least = label_styles.min_height  # a Label's CSS gives it a line at least (an empty code block shows one)
