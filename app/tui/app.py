@@ -238,9 +238,9 @@ DEFERRED = (
 def _import_deferred(*, freeze: bool) -> None:
     for name in DEFERRED:
         importlib.import_module(name)
-    from .widgets.markdown import warm_up_highlighting
+    from .widgets.markdown import warm_up_markdown
 
-    warm_up_highlighting()
+    warm_up_markdown()
     if freeze:
         heap.freeze_loaded()
 

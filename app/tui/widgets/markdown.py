@@ -70,7 +70,7 @@ DRAW_FROM = 6  # blocks a streamed reply shows as widgets; past them it draws bl
 RUN_LINES = 300  # a frozen run takes more blocks until it is this tall (a resize redraws a run at a time)
 STAMPS = 48  # stamps a reply keeps (one per block shape), the least recently used dropped past that
 # The languages models write code in most: a reply's first block of each loaded Pygments' lexer for it then,
-# 1-30 ms (Python's 29), in one batch of the stream; `warm_up_highlighting` loads them off the UI thread.
+# 1-30 ms (Python's 29), in one batch of the stream; `warm_up_markdown` loads them off the UI thread.
 COMMON_LANGUAGES = (
     *("python", "bash", "shell", "javascript", "typescript", "json", "yaml", "toml", "sql", "html", "css"),
     *("rust", "go", "c", "cpp", "java", "diff"),
@@ -919,9 +919,19 @@ async def laid_out(widget: Widget, timeout: float = 0.5) -> None:
         signal.unsubscribe(widget)
 
 
-def warm_up_highlighting() -> None:
-    """Load the lexers of COMMON_LANGUAGES (on the warm-up thread: tui/app.py), so that a reply's first code
-    block in one of them does not stall its stream: the Python lexer's import alone held a batch 29 ms longer
-    (bench/stream_render.py)."""
+# A little of what models write, links and file names included, parsed once by `warm_up_markdown`.
+WARM_UP_TEXT = (
+    "## A heading\n\nA paragraph with **bold**, `code`, a file like setup.py and https://example.com/x.\n\n"
+    "- a point\n\n1. a step\n\n> a quote\n\n| a | b |\n| - | - |\n| 1 | 2 |\n"
+)
+
+
+def warm_up_markdown() -> None:
+    """On the warm-up thread (tui/app.py), what a reply's first batches would otherwise pay for on the UI thread:
+    - the first parse compiles the regular expressions of markdown-it's rules and of linkify-it (Python caches
+      them for the process): a first parse of 400 tokens took 8-10 ms, 2.3-2.5 ms after this;
+    - the lexers of COMMON_LANGUAGES: the Python lexer's import alone held a batch 29 ms longer
+      (bench/stream_render.py)."""
+    parser().parse(WARM_UP_TEXT)
     for language in COMMON_LANGUAGES:
         highlight("", language=language)
