@@ -229,6 +229,11 @@ def stacked(blocks: list[Drawn], blank: Strip) -> Drawn:
 _STYLES_CACHE = StylesCache()
 
 
+def _content_lines(widget: Widget, width: int, height: int | None = None) -> list[Strip]:
+    """What `widget`'s content draws to at `width` (and `height`; None: as many lines as it wraps to)."""
+    return Visual.to_strips(widget, widget._render(), width, height, widget.visual_style)
+
+
 def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -> list[Strip]:
     """`widget` drawn at `size`, as Widget.render_lines draws it at the size of its region (`content`: its
     content's lines at that size, if they are drawn already)."""
@@ -236,9 +241,7 @@ def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -
     gutter = styles.gutter
     content_size = Size(max(0, size.width - gutter.width), max(0, size.height - gutter.height))
     visual_style = widget.visual_style
-    strips = content
-    if strips is None:
-        strips = Visual.to_strips(widget, widget._render(), content_size.width, content_size.height, visual_style)
+    strips = content if content is not None else _content_lines(widget, content_size.width, content_size.height)
     blank = Strip.blank(content_size.width, visual_style.rich_style)
 
     def content_line(y: int) -> Strip:
@@ -400,7 +403,7 @@ def _list_lines(stamp: Widget, width: int, *, nested: bool = False) -> list[Stri
             if isinstance(block, MarkdownList):
                 drawn = _list_lines(block, column_width, nested=True)
             elif not block.children and _flat(block):
-                content = Visual.to_strips(block, block._render(), column_width, None, block.visual_style)
+                content = _content_lines(block, column_width)
                 drawn = _render_at(block, Size(column_width, len(content)), content)
             else:
                 drawn = None
@@ -442,7 +445,7 @@ def _fence_lines(stamp: Widget, width: int) -> list[Strip] | None:
     inner = width - gutter.width
     if inner <= 0 or label.get_content_width(Size(inner, 0), label.app.size) > inner:
         return None  # wider than the frame (or not expanded to it, as the CSS has it)
-    code = Visual.to_strips(label, label._render(), inner, None, label.visual_style)
+    code = _content_lines(label, inner)
     lines = _render_at(label, Size(inner, max(len(code), int(least.value) if least else 0)), code)
     return _render_at(stamp, Size(width, len(lines) + gutter.height), lines)
 
@@ -588,13 +591,11 @@ class Drawer:
         styles = stamp.styles
         margin = styles.margin
         app = self.markdown.app
-        blank = self.blank()
         listed = _list_lines(stamp, width - margin.width)
         if listed is None:
             listed = _fence_lines(stamp, width - margin.width)
         if listed is not None:
-            left, right = blank.crop(0, margin.left), blank.crop(width - margin.right, width)
-            return Drawn([Strip.join([left, row, right]) for row in listed], margin.top, margin.bottom)
+            return self._placed(listed, width - margin.width, margin)
         content = None
         if not stamp.children:
             # A leaf's text wrapped once, at the width a block as wide as the Markdown has inside: for its lines,
@@ -603,25 +604,29 @@ class Drawer:
             # of a paragraph's cost.
             inner = width - margin.width - styles.gutter.width
             if inner > 0:
-                content = Visual.to_strips(stamp, stamp._render(), inner, None, stamp.visual_style)
+                content = _content_lines(stamp, inner)
                 stamp._content_height_cache = (inner, len(content))
         # As the vertical layout sizes a block of its Markdown (the height does not matter: blocks are auto).
         container, margins = Size(width, app.size.height), Size(margin.width, margin.height)
         (box,) = resolve_box_models([styles.height], [stamp], container, app.size, margins, "height")
         size = Size(int(box.width), int(box.height))
-        left, right = blank.crop(0, margin.left), blank.crop(margin.left + size.width, width)
         if not stamp.children:
             # A paragraph, a heading, a rule: a widget alone, drawn as _compose would draw it at
             # `size`, without laying out a tree of one (a third of each such block's cost, bench/stream_render.py).
             gutter = styles.gutter
             if content is not None and size != Size(inner + gutter.width, len(content) + gutter.height):
                 content = None  # sized otherwise (a min-height, a fixed width): drawn at that size
-            rows = _render_at(stamp, size, content)
-            return Drawn([Strip.join([left, row, right]) for row in rows], margin.top, margin.bottom)
+            return self._placed(_render_at(stamp, size, content), size.width, margin)
         composed = _compose(stamp, size)
         if composed is None:
             return None  # it scrolls sideways (a code line too long for the reply): a widget
-        return Drawn([Strip.join([left, row, right]) for row in composed], margin.top, margin.bottom)
+        return self._placed(composed, size.width, margin)
+
+    def _placed(self, rows: list[Strip], block_width: int, margin: Spacing) -> Drawn:
+        """A block's rows (`block_width` wide) with the Markdown's background in its side margins."""
+        blank = self.blank()
+        left, right = blank.crop(0, margin.left), blank.crop(margin.left + block_width, self.width)
+        return Drawn([Strip.join([left, row, right]) for row in rows], margin.top, margin.bottom)
 
 
 # --------------------------------------------------------------------------- the reply's Markdown
