@@ -246,8 +246,10 @@ async def test_a_theme_chosen_while_a_reply_streams_recolours_what_was_drawn_bef
         await app.query_one(ChatLog).mount(reply)
         markdown = ReplyMarkdown(classes="reply-markdown")
         await reply.mount(markdown)
+        await pilot.pause()  # laid out: blocks past DRAW_FROM are drawn from the first batch that has them
         for number, piece in enumerate(pieces):
-            if number == len(pieces) // 2:
+            if number == len(pieces) * 3 // 4:
+                assert markdown.query(FrozenBlocks), "nothing was drawn before the theme changed"
                 app.theme = "textual-light"  # its styles apply a moment later (App.refresh_css, call_next)
             await markdown.stream(piece)
         await markdown.end_stream()
