@@ -25,7 +25,7 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -38,7 +38,8 @@ from textual.geometry import Region, Size, Spacing
 from textual.highlight import highlight
 from textual.layout import DockArrangeResult
 from textual.strip import Strip
-from textual.visual import Visual
+from textual.style import Style as VisualStyle
+from textual.visual import RenderOptions
 from textual.widget import Widget
 from textual.widgets import Label, Markdown
 from textual.widgets._markdown import (
@@ -65,6 +66,7 @@ from .rows import lines_alike, repeated_line
 
 if TYPE_CHECKING:
     from textual.await_complete import AwaitComplete
+    from textual.css.styles import RulesMap
 
 DRAW_FROM = 6  # blocks a streamed reply shows as widgets; past them it draws blocks through stamps
 RUN_LINES = 300  # a frozen run takes more blocks until it is this tall (a resize redraws a run at a time)
@@ -229,9 +231,50 @@ def stacked(blocks: list[Drawn], blank: Strip) -> Drawn:
 _STYLES_CACHE = StylesCache()
 
 
+_LOOKS: dict[tuple[Widget, str], Any] = {}  # a batch's resolved styles of the stamps' parts (see `_looked_up`)
+
+
+def _looked_up(widget: Widget, name: str) -> Any:
+    """`widget`'s `background_colors` or `link_style`, as the batch first read it. Each read walks up the widget's
+    ancestors (a dozen in the chat) to add up their backgrounds: a sixth of a block's drawing, for the same
+    answer for every block a batch draws through a stamp. ReplyMarkdown forgets them at each batch
+    (`_looks_of_one_batch`): a theme, a class or a hover may change them in between."""
+    key = (widget, name)
+    looks = _LOOKS.get(key)
+    if looks is None:
+        looks = _LOOKS[key] = getattr(widget, name)
+    return looks
+
+
+@contextlib.contextmanager
+def _looks_of_one_batch() -> Iterator[None]:
+    """What `_looked_up` reads holds for the batch in this block, and is forgotten after it (nothing kept alive)."""
+    _LOOKS.clear()
+    try:
+        yield
+    finally:
+        _LOOKS.clear()
+
+
 def _content_lines(widget: Widget, width: int, height: int | None = None) -> list[Strip]:
-    """What `widget`'s content draws to at `width` (and `height`; None: as many lines as it wraps to)."""
-    return Visual.to_strips(widget, widget._render(), width, height, widget.visual_style)
+    """What `widget`'s content draws to at `width` (and `height`; None: as many lines as it wraps to), as
+    Visual.to_strips draws it for a stamp: no selection (a stamp has none), links styled (and, unlike
+    to_strips, also while the user drags a selection on screen: these lines outlive the drag), the link style
+    looked up once a batch (`_looked_up`)."""
+    style = widget.visual_style
+    # The styles object is what Textual passes as the rules too (to_strips): typed as a RulesMap, it reads as one.
+    options = RenderOptions(widget._get_style, cast("RulesMap", widget.styles), None, None)
+    strips = widget._render().render_strips(width, height, style, options)
+    if widget.auto_links and not widget.is_container:
+        link_style = _looked_up(widget, "link_style")
+        strips = [strip._apply_link_style(link_style) for strip in strips]
+    content_align = widget.styles.content_align
+    if content_align != ("left", "top"):
+        rich_style = (style + VisualStyle(reverse=False)).rich_style
+        horizontal, vertical = content_align
+        size = len(strips) if height is None else height
+        strips = list(Strip.align(strips, rich_style, width, size, horizontal, vertical))
+    return strips
 
 
 def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -> list[Strip]:
@@ -247,7 +290,7 @@ def _render_at(widget: Widget, size: Size, content: list[Strip] | None = None) -
     def content_line(y: int) -> Strip:
         return strips[y] if 0 <= y < len(strips) else blank
 
-    base_background, background = widget.background_colors
+    base_background, background = _looked_up(widget, "background_colors")
     title = widget._border_title
     subtitle = widget._border_subtitle
     _STYLES_CACHE.clear()
@@ -684,21 +727,22 @@ class ReplyMarkdown(Markdown):
     async def stream(self, fragment: str) -> None:
         """Append `fragment` to the document (once mounted: `await mount(...)` has built the first blocks)."""
         async with self.lock:
-            if self._tail is None:
-                self._tail = "".join(self._markdown.splitlines(keepends=True)[self._last_parsed_line :])
-            self._markdown += fragment
-            self._tail += fragment
-            self._table_of_contents = None
-            tail_lines, first_line = self._tail.splitlines(keepends=True), self._last_parsed_line
-            blocks, starts = self._parse_tail(tail_lines)
-            if self._drawer is None:
-                shown = sum(isinstance(child, MarkdownBlock) for child in self.children)
-                if shown + len(blocks) - 1 > DRAW_FROM:  # the last block shown takes the first one parsed
-                    await self._start_drawing(first_line)
-            if self._drawer is None:
-                await self._append_widgets(blocks)
-            else:
-                await self._draw(blocks, starts, tail_lines, first_line)
+            with _looks_of_one_batch():
+                if self._tail is None:
+                    self._tail = "".join(self._markdown.splitlines(keepends=True)[self._last_parsed_line :])
+                self._markdown += fragment
+                self._tail += fragment
+                self._table_of_contents = None
+                tail_lines, first_line = self._tail.splitlines(keepends=True), self._last_parsed_line
+                blocks, starts = self._parse_tail(tail_lines)
+                if self._drawer is None:
+                    shown = sum(isinstance(child, MarkdownBlock) for child in self.children)
+                    if shown + len(blocks) - 1 > DRAW_FROM:  # the last block shown takes the first one parsed
+                        await self._start_drawing(first_line)
+                if self._drawer is None:
+                    await self._append_widgets(blocks)
+                else:
+                    await self._draw(blocks, starts, tail_lines, first_line)
 
     def _parse_tail(self, tail_lines: list[str]) -> tuple[list[MarkdownBlock], list[int]]:
         """The blocks in the tail (not mounted) and the line each starts on (within the tail); moves the tail on
@@ -873,22 +917,23 @@ class ReplyMarkdown(Markdown):
         """Draw a run again, at the width and in the theme there are now (or, if a block in it can no longer be
         drawn, make the run widgets)."""
         async with self.lock:
-            frozen._redrawing = False
-            if frozen.parent is not self or not frozen.source_text or self.outer_size.width <= 0:
-                return
-            if self._drawer is None:
-                self._drawer = Drawer(self)
-            drawer = self._drawer
-            drawn = [await drawer.draw(block) for block in self._widgets(frozen.source_text, 0)]
-            if None in drawn:
-                with self._batch():
-                    await self.mount_all(self._widgets(frozen.source_text, 0), before=frozen)
-                    await frozen.remove()
-                if self._run is frozen:
-                    self._run = None
-                return
-            whole = stacked([each for each in drawn if each is not None], drawer.blank())
-            frozen.show(whole.lines, whole.margin_top, whole.margin_bottom, (drawer.width, drawing_key(self)))
+            with _looks_of_one_batch():
+                frozen._redrawing = False
+                if frozen.parent is not self or not frozen.source_text or self.outer_size.width <= 0:
+                    return
+                if self._drawer is None:
+                    self._drawer = Drawer(self)
+                drawer = self._drawer
+                drawn = [await drawer.draw(block) for block in self._widgets(frozen.source_text, 0)]
+                if None in drawn:
+                    with self._batch():
+                        await self.mount_all(self._widgets(frozen.source_text, 0), before=frozen)
+                        await frozen.remove()
+                    if self._run is frozen:
+                        self._run = None
+                    return
+                whole = stacked([each for each in drawn if each is not None], drawer.blank())
+                frozen.show(whole.lines, whole.margin_top, whole.margin_bottom, (drawer.width, drawing_key(self)))
 
 
 # The blocks a stamp can draw (a table cannot: its grid lines are drawn from the screen's regions).
