@@ -208,6 +208,29 @@ async def test_a_growing_line_of_the_live_block_is_repainted_without_a_layout():
         assert layouts and len(live.lines) == 2
 
 
+async def test_lists_that_grow_item_by_item_as_the_live_block_are_drawn_as_in_one_go():
+    """A list first seen as the growing block becomes the stamp for its shape (mounted, its parts move into its
+    children); each later list, one line at a time, is drawn through the stamps of its shape so far."""
+    text = "".join(f"Paragraph {n}.\n\n" for n in range(DRAW_FROM + 1))
+    text += "- one\n- two\n- three\n\nBetween.\n\n- four\n- five\n\n1. six\n2. seven\n\nThe end.\n"
+    app = LogApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        markdown = ReplyMarkdown(classes="reply-markdown")
+        await reply.mount(markdown)
+        await pilot.pause()
+        for line in text.splitlines(keepends=True):
+            await markdown.stream(line)
+        assert markdown.query(FrozenBlocks)
+        await markdown.end_stream()
+        await pilot.pause()
+        await pilot.pause()
+        streamed = shown(app, markdown)
+    whole, _ = await render(text, pieces=None, size=(100, 60))
+    assert streamed == whole
+
+
 async def test_a_short_streamed_reply_stays_widgets():
     text = "A paragraph.\n\n- one\n- two\n\n```python\nprint('hi')\n```\n"
     _, kinds = await render(text, pieces=split(text, 3), size=(100, 40))

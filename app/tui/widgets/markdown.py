@@ -586,6 +586,10 @@ class Drawer:
     def __init__(self, markdown: ReplyMarkdown) -> None:
         self.markdown = markdown
         self.stamps: OrderedDict[tuple[Any, ...], MarkdownBlock] = OrderedDict()
+        # Each stamp's shape, as its block had it unmounted: mounted, a block's parts move into its children
+        # (Textual's compose empties its _blocks), so that a block drawn after it became a stamp (`prepare`)
+        # would no longer show its shape.
+        self._forms: dict[MarkdownBlock, tuple[Any, ...]] = {}
         self._blank: tuple[object, Strip] | None = None
 
     def adopt(self, widget: MarkdownBlock, form: tuple[Any, ...] | None) -> bool:
@@ -594,20 +598,39 @@ class Drawer:
             return False
         widget.display = False
         self.stamps[form] = widget
+        self._forms[widget] = form
         return True
 
+    async def prepare(self, blocks: list[MarkdownBlock]) -> None:
+        """Stamps for the shapes among `blocks` that have none yet (the first block of each is its stamp), mounted
+        in one go: a batch often brings several new shapes (a reply's first ones all do), and a mount awaited for
+        each let a layout and a frame in between, 10-40 ms a stamp (bench/stream_render.py)."""
+        new: dict[tuple[Any, ...], MarkdownBlock] = {}
+        for block in blocks:
+            form = shape(block)
+            if form is not None and form not in self.stamps and form not in new:
+                block.display = False
+                new[form] = block
+        if not new:
+            return
+        markdown = self.markdown
+        excess = max(0, min(len(self.stamps), len(self.stamps) + len(new) - STAMPS))
+        if excess:  # the least recently used go
+            old = [self.stamps.popitem(last=False)[1] for _ in range(excess)]
+            for stamp in old:
+                del self._forms[stamp]
+            await markdown.remove_children(old)
+        self.stamps.update(new)
+        self._forms.update((block, form) for form, block in new.items())
+        await markdown.mount_all(new.values(), before=markdown.children[0] if markdown.children else None)
+
     async def stamp(self, block: MarkdownBlock, form: tuple[Any, ...]) -> MarkdownBlock:
-        """A stamp of `form` showing `block`: the block itself, mounted, the first time a shape is seen."""
-        stamp = self.stamps.get(form)
-        if stamp is None:
-            markdown = self.markdown
-            block.display = False
-            await markdown.mount(block, before=markdown.children[0] if markdown.children else None)
-            self.stamps[form] = stamp = block
-            if len(self.stamps) > STAMPS:
-                await self.stamps.popitem(last=False)[1].remove()
-        else:
-            self.stamps.move_to_end(form)
+        """A stamp of `form` showing `block` (mounted by `prepare` if its shape is new)."""
+        if form not in self.stamps:
+            await self.prepare([block])
+        stamp = self.stamps[form]
+        self.stamps.move_to_end(form)
+        if stamp is not block:
             _apply(stamp, block)
         _forget_layout(stamp)
         return stamp
@@ -626,7 +649,7 @@ class Drawer:
 
     async def draw(self, block: MarkdownBlock) -> Drawn | None:
         """`block` as lines, or None if it has to be a widget (no stamp fits it, or it scrolls sideways)."""
-        form = shape(block)
+        form = self._forms.get(block) or shape(block)
         width = self.width
         if form is None or width <= 0:
             return None
@@ -800,6 +823,7 @@ class ReplyMarkdown(Markdown):
                 if not drawer.adopt(widget, shape(block)):
                     gone.append(widget)
             gone.extend(widget for widget in widgets[:-1] if widget not in finished)
+            await drawer.prepare(blocks)
             for index, block in enumerate(blocks):
                 start, end = starts[index], starts[index + 1]
                 await self._freeze(await drawer.draw(block), "".join(lines[start:end]), start)
@@ -812,7 +836,8 @@ class ReplyMarkdown(Markdown):
         assert drawer is not None
         if not blocks:
             return
-        # Draw first (a new shape mounts a stamp: hidden, nothing on screen changes), then show it all at once.
+        # Draw first (new shapes mount stamps: hidden, nothing on screen changes), then show it all at once.
+        await drawer.prepare(blocks)
         finished = []
         for index, block in enumerate(blocks[:-1]):
             start, end = starts[index], starts[index + 1]
@@ -924,7 +949,9 @@ class ReplyMarkdown(Markdown):
                 if self._drawer is None:
                     self._drawer = Drawer(self)
                 drawer = self._drawer
-                drawn = [await drawer.draw(block) for block in self._widgets(frozen.source_text, 0)]
+                blocks = self._widgets(frozen.source_text, 0)
+                await drawer.prepare(blocks)
+                drawn = [await drawer.draw(block) for block in blocks]
                 if None in drawn:
                     with self._batch():
                         await self.mount_all(self._widgets(frozen.source_text, 0), before=frozen)
