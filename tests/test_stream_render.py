@@ -11,7 +11,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
-from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown
+from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
 from textual.app import App, ComposeResult
 from textual.strip import Strip
@@ -229,6 +229,25 @@ async def test_lists_that_grow_item_by_item_as_the_live_block_are_drawn_as_in_on
         streamed = shown(app, markdown)
     whole, _ = await render(text, pieces=None, size=(100, 60))
     assert streamed == whole
+
+
+async def test_a_reply_finds_the_styles_learned_ahead_and_adds_none():
+    """learn_reply_styles gives the stylesheet every widget class a reply is built from, so that no block a reply
+    mounts, drawn or shown (a table and a wide code line included), makes Textual parse it all again."""
+    app = LogApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        await pilot.pause()
+        learn_reply_styles(app)
+        learned = dict(app.stylesheet.source)
+        for piece in split(CORPUS, 8):
+            await reply.append_text(piece)
+            await asyncio.sleep(0)
+        await reply._close_segment()
+        await pilot.pause()
+        assert reply.query(FrozenBlocks) and reply.query("MarkdownTable")
+        assert dict(app.stylesheet.source) == learned
 
 
 async def test_a_short_streamed_reply_stays_widgets():

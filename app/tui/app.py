@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import gc
 import importlib
@@ -187,7 +188,7 @@ class MoAChatApp(App[int]):
             heap.first_frame()
             self.watch(self.chat, "turn_running", self._turn_running_changed, init=False)
         self._ask_ollama()
-        warm_up(then=partial(_import_deferred, freeze=self._freeze_heap))
+        warm_up(then=partial(_import_deferred, self, freeze=self._freeze_heap))
 
         usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
         if problems:
@@ -235,12 +236,16 @@ DEFERRED = (
 )
 
 
-def _import_deferred(*, freeze: bool) -> None:
+def _import_deferred(app: MoAChatApp, *, freeze: bool) -> None:
+    """On the warm-up thread: the imports, then the reply's first-time costs (see warm_up_markdown and
+    learn_reply_styles, this one on the UI thread: the stylesheet is the app's)."""
     for name in DEFERRED:
         importlib.import_module(name)
-    from .widgets.markdown import warm_up_markdown
+    from .widgets.markdown import learn_reply_styles, warm_up_markdown
 
     warm_up_markdown()
+    with contextlib.suppress(RuntimeError, concurrent.futures.CancelledError):  # the app has ended meanwhile
+        app.call_from_thread(learn_reply_styles, app)
     if freeze:
         heap.freeze_loaded()
 

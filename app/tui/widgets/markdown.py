@@ -25,15 +25,18 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from textual._resolve import resolve_box_models
 from textual._styles_cache import StylesCache
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.css.scalar import Unit
+from textual.dom import DOMNode
 from textual.geometry import Region, Size, Spacing
 from textual.highlight import highlight
 from textual.layout import DockArrangeResult
@@ -58,13 +61,18 @@ from textual.widgets._markdown import (
     MarkdownList,
     MarkdownListItem,
     MarkdownOrderedList,
+    MarkdownOrderedListItem,
     MarkdownParagraph,
     MarkdownTable,
+    MarkdownTableCellContents,
+    MarkdownTableContent,
+    MarkdownUnorderedListItem,
 )
 
 from .rows import lines_alike, repeated_line
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.await_complete import AwaitComplete
     from textual.css.styles import RulesMap
 
@@ -703,7 +711,7 @@ class ReplyMarkdown(Markdown):
     arrived (as Textual's `append`, without joining and splitting the whole document each time); past DRAW_FROM
     blocks, blocks are drawn (see the module's docstring). `end_stream` leaves the last block a widget."""
 
-    BLOCKS = {**Markdown.BLOCKS, "fence": CodeFence, "code_block": CodeFence}
+    BLOCKS: dict[str, type[MarkdownBlock]] = {**Markdown.BLOCKS, "fence": CodeFence, "code_block": CodeFence}
 
     def __init__(self, markdown: str | None = None, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(markdown, id=id, classes=classes, parser_factory=parser)
@@ -994,6 +1002,38 @@ async def laid_out(widget: Widget, timeout: float = 0.5) -> None:
             await asyncio.wait_for(done, timeout)
     finally:
         signal.unsubscribe(widget)
+
+
+# The widget classes a reply's Markdown is built from (see `learn_reply_styles`).
+REPLY_WIDGETS: tuple[type[Widget], ...] = (
+    ReplyMarkdown,
+    FrozenBlocks,
+    *ReplyMarkdown.BLOCKS.values(),
+    MarkdownListItem,
+    MarkdownOrderedListItem,
+    MarkdownUnorderedListItem,
+    MarkdownBullet,
+    MarkdownTableContent,
+    MarkdownTableCellContents,
+    Label,
+    Horizontal,  # a list's rows, and the column beside each bullet
+    Vertical,
+)
+
+
+def learn_reply_styles(app: App[Any]) -> None:
+    """On the UI thread, idle after the first screen: the DEFAULT_CSS of every widget class a reply's Markdown
+    is built from, added to the app's stylesheet and parsed once. Textual adds a class's DEFAULT_CSS when its
+    first widget mounts, and then parses the whole stylesheet again: six times in the first reply of a session,
+    about 20 ms of its first batches (bench/stream_render.py). When those mounts come, there is nothing new."""
+    stylesheet = app.stylesheet
+    for kind in REPLY_WIDGETS:
+        # Textual's own list, as it makes it for a widget of this class (its bases' CSS, where each comes from):
+        # the same sources, so that the mount finds them there already.
+        node = cast(DOMNode, SimpleNamespace(_node_bases=kind._css_bases(kind)))
+        for read_from, css, tie_breaker, scope in DOMNode._get_default_css(node):
+            stylesheet.add_source(css, read_from=read_from, is_default_css=True, tie_breaker=tie_breaker, scope=scope)
+    stylesheet.rules_map  # noqa: B018 (parsed now, not in a reply's first batches)
 
 
 # A little of what models write, links and file names included, parsed once by `warm_up_markdown`.
