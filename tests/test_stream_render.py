@@ -12,6 +12,7 @@ from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown, learn_reply_styles
+from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
 from textual.app import App, ComposeResult
 from textual.strip import Strip
@@ -367,6 +368,31 @@ async def test_a_hurried_reply_shows_the_rest_at_once():
         await wait_until(pilot, lambda: "done" in events, timeout=20)
         assert events[: events.index("done")].count("batch") == 1, events
         assert reply.query_one(ReplyMarkdown).source == CORPUS * 3
+
+
+async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_config, llm_server):
+    """A reply that outran the screen is drained, and it is all on screen before the turn ends: the turn's end
+    then needs no frame of its own first, and the prompt loses its busy style in the frame that shows the end
+    (a reply that was not drained shows its end first, and the busy style goes a frame later)."""
+    text = CORPUS * 4
+    llm_server.script("agg", lambda body: Reply(text=text))  # all at once: far more than the first batch
+    app = make_app(wire_config(), "wire")
+    async with app.run_test(size=(100, 40)) as pilot:
+        frames: list[tuple[bool, bool]] = []  # (the turn is running, the prompt looks busy) at each frame
+        paint = app._display
+
+        def painted(screen, renderable) -> None:
+            if renderable is not None and not app._batch_count:
+                frames.append((app.chat.turn_running, app.query_one(PromptInput).has_class("-busy")))
+            paint(screen, renderable)
+
+        app._display = painted  # type: ignore[method-assign]
+        drained = []
+        app.chat.watch(app.chat, "turn_running", lambda running: drained.append(app.chat._shown_before_end))
+        await _turn(pilot, "question 1")
+        assert drained[-1], "the reply should have been drained"
+        ended = next(n for n, (running, _) in enumerate(frames) if n and frames[n - 1][0] and not running)
+        assert frames[ended] == (False, False), frames[ended - 2 : ended + 2]
 
 
 def _reply(body: dict) -> Reply:

@@ -264,6 +264,7 @@ class ChatScreen(PromptlyPainted[None]):
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
         self._starting_timer: Timer | None = None  # counts the seconds while a local model server starts
+        self._shown_before_end = False  # the turn that is ending drained its reply: all of it is on screen
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
         session.approval.ask = self._ask_approval
@@ -407,8 +408,9 @@ class ChatScreen(PromptlyPainted[None]):
         return self.query_one(ChatLog)
 
     def watch_turn_running(self, running: bool) -> None:
-        if running:
-            self._show_busy(True)
+        if running or self._shown_before_end:
+            # A drained reply was on screen before its turn ended (on_turn_done): nothing of it waits for this.
+            self._show_busy(running)
         else:
             # The finished reply's frame first: restyling the prompt and the footer's keys took 30-60 ms of it
             # on a slow machine (bench/fanout.py), and they can follow a frame later.
@@ -763,7 +765,9 @@ class ChatScreen(PromptlyPainted[None]):
         self.sidebar.end_turn(result.status, reason, result.ledger)
         self.query_one(StatusHeader).show(ledger=self.session.ledger)
         self._reply = self._cancel = self._bridge = None
+        self._shown_before_end = message.shown
         self.turn_running = False
+        self._shown_before_end = False
         if self._sidebar_stale:
             self._sidebar_stale = False
             await self.sidebar.show_preset(self.preset)
