@@ -54,6 +54,11 @@ def test_what_was_deferred_is_loaded_once_the_first_screen_is_up(tmp_path):
                 while any(name not in sys.modules for name in wanted):
                     assert time.monotonic() < deadline, [name for name in wanted if name not in sys.modules]
                     await asyncio.sleep(0.05)
+                # And the styles of a reply's widgets are learned with no reply shown yet (learn_reply_styles).
+                while not any(name == "Markdown.DEFAULT_CSS" for _, name in app.stylesheet.source):
+                    assert time.monotonic() < deadline, "the reply's styles were never learned"
+                    await asyncio.sleep(0.05)
+                assert not app.query("Markdown")
                 await pilot.press("f1")  # a deferred screen opens as any other
                 await pilot.pause()
                 assert type(app.screen).__name__ == "HelpScreen"

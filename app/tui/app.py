@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import gc
 import importlib
@@ -22,6 +21,7 @@ from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -196,6 +196,13 @@ class MoAChatApp(App[int]):
             notice = keymap_notice(self.config.path, problems, key_texts(self.chat).get("help", "F1"))
             self.notify(notice, title="Keymap problems", severity="warning", timeout=20, markup=False)
 
+    def on_warmed_up(self, message: WarmedUp) -> None:
+        from .widgets.markdown import learn_reply_styles  # loaded by the warm-up thread
+
+        learn_reply_styles(self)  # the stylesheet is the app's: on its thread
+        if message.freeze:
+            heap.freeze_loaded()
+
     def _turn_running_changed(self, running: bool) -> None:
         if not running:
             heap.collect_after_turn(self.set_timer, lambda: self.chat.turn_running)
@@ -236,18 +243,23 @@ DEFERRED = (
 )
 
 
+class WarmedUp(Message):
+    """The warm-up thread is done: what is left of it is the UI thread's (MoAChatApp.on_warmed_up)."""
+
+    def __init__(self, freeze: bool) -> None:
+        super().__init__()
+        self.freeze = freeze
+
+
 def _import_deferred(app: MoAChatApp, *, freeze: bool) -> None:
-    """On the warm-up thread: the imports, then the reply's first-time costs (see warm_up_markdown and
-    learn_reply_styles, this one on the UI thread: the stylesheet is the app's)."""
+    """On the warm-up thread: the imports and the first parse (warm_up_markdown), then the app's part, posted
+    to it rather than waited for (an app that has ended meanwhile would never answer)."""
     for name in DEFERRED:
         importlib.import_module(name)
-    from .widgets.markdown import learn_reply_styles, warm_up_markdown
+    from .widgets.markdown import warm_up_markdown
 
     warm_up_markdown()
-    with contextlib.suppress(RuntimeError, concurrent.futures.CancelledError):  # the app has ended meanwhile
-        app.call_from_thread(learn_reply_styles, app)
-    if freeze:
-        heap.freeze_loaded()
+    app.post_message(WarmedUp(freeze))
 
 
 def _terminal_open() -> bool:
