@@ -10,6 +10,7 @@ import pytest
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
+from moa_chat.tui.widgets import markdown as markdown_module
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import DRAW_FROM, FrozenBlocks, ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.prompt_input import PromptInput
@@ -230,6 +231,36 @@ async def test_lists_that_grow_item_by_item_as_the_live_block_are_drawn_as_in_on
         streamed = shown(app, markdown)
     whole, _ = await render(text, pieces=None, size=(100, 60))
     assert streamed == whole
+
+
+async def test_stamps_past_the_limit_are_dropped_and_the_reply_still_draws_as_in_one_go(monkeypatch):
+    """A reply of more block shapes than a reply keeps stamps for: the least recently used are unmounted, and a
+    shape seen again gets a new stamp, in batches that bring many new shapes at once and in one-line batches."""
+    monkeypatch.setattr(markdown_module, "STAMPS", 3)
+    text = "".join(f"Paragraph {n}.\n\n" for n in range(DRAW_FROM + 1))
+    for items in range(1, 7):  # a list of each length is a shape of its own
+        text += "".join(f"- item {n}\n" for n in range(items)) + f"\n## Heading {items}\n\nText {items}.\n\n"
+    text += "- item 0\n- item 1\n\n# Again\n\nThe end.\n"
+    for pieces in (text.splitlines(keepends=True), [text[:400], text[400:]]):
+        app = LogApp()
+        async with app.run_test(size=(100, 120)) as pilot:
+            reply = AssistantReply("preset", "wire:agg", 1)
+            await app.query_one(ChatLog).mount(reply)
+            markdown = ReplyMarkdown(classes="reply-markdown")
+            await reply.mount(markdown)
+            await pilot.pause()
+            for piece in pieces:
+                await markdown.stream(piece)
+            drawer = markdown._drawer
+            assert drawer is not None and len(drawer.stamps) <= 3 + 1, len(drawer.stamps)
+            hidden = [child for child in markdown.children if not child.display]
+            assert set(hidden) == set(drawer.stamps.values())  # the dropped ones are gone from the Markdown
+            await markdown.end_stream()
+            await pilot.pause()
+            await pilot.pause()
+            streamed = shown(app, markdown)
+        whole, _ = await render(text, pieces=None, size=(100, 120))
+        assert streamed == whole
 
 
 async def test_a_reply_finds_the_styles_learned_ahead_and_adds_none():
