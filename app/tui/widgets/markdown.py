@@ -616,7 +616,11 @@ class Drawer:
         new: dict[tuple[Any, ...], MarkdownBlock] = {}
         for block in blocks:
             form = shape(block)
-            if form is not None and form not in self.stamps and form not in new:
+            if form is None or form in new:
+                continue
+            if form in self.stamps:
+                self.stamps.move_to_end(form)  # used by this batch: not the one to drop for a new shape
+            else:
                 block.display = False
                 new[form] = block
         if not new:
