@@ -6,7 +6,8 @@ it writes the first byte of the reply and the moment it writes the last. Each ap
 process and timestamps every frame it hands to its driver (and turns it into terminal output, as a real
 driver would, so that cost counts too). Rows:
 
-- moa-chat: the real app (MoAChatApp) — the turn on a thread worker, the reply text through the bridge;
+- moa-chat: the real app (MoAChatApp) — the turn on a thread worker, the reply text through the bridge; the
+  prompt is sent TYPING seconds after the first screen, once the app's warm-up thread is done;
 - get_stream pattern: Textual's documented way, `Markdown.get_stream` fed from an async worker (the example
   in `Markdown.get_stream`'s docstring, with the openai SDK's async client as the source);
 - per-token append / per-token update: the naive versions, a posted message per token and `Markdown.append`
