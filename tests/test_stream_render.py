@@ -161,6 +161,25 @@ async def render(
         return shown(app, markdown), [type(child) for child in markdown.children]
 
 
+async def reply_markdown(app: App[None], pilot) -> ReplyMarkdown:
+    """An empty reply's Markdown in the log, laid out: text streamed into it past DRAW_FROM blocks is drawn from
+    the first batch that has them."""
+    reply = AssistantReply("preset", "wire:agg", 1)
+    await app.query_one(ChatLog).mount(reply)
+    markdown = ReplyMarkdown(classes="reply-markdown")
+    await reply.mount(markdown)
+    await pilot.pause()
+    return markdown
+
+
+async def shown_once_ended(app: App[None], pilot, markdown: ReplyMarkdown) -> list[list[tuple[str, object]]]:
+    """The cells of `markdown` on screen once its stream has ended (its last block a widget, laid out)."""
+    await markdown.end_stream()
+    await pilot.pause()
+    await pilot.pause()
+    return shown(app, markdown)
+
+
 def split(text: str, seed: int) -> list[str]:
     rng = random.Random(seed)
     pieces, at = [], 0
@@ -217,18 +236,11 @@ async def test_lists_that_grow_item_by_item_as_the_live_block_are_drawn_as_in_on
     text += "- one\n- two\n- three\n\nBetween.\n\n- four\n- five\n\n1. six\n2. seven\n\nThe end.\n"
     app = LogApp()
     async with app.run_test(size=(100, 60)) as pilot:
-        reply = AssistantReply("preset", "wire:agg", 1)
-        await app.query_one(ChatLog).mount(reply)
-        markdown = ReplyMarkdown(classes="reply-markdown")
-        await reply.mount(markdown)
-        await pilot.pause()
+        markdown = await reply_markdown(app, pilot)
         for line in text.splitlines(keepends=True):
             await markdown.stream(line)
         assert markdown.query(FrozenBlocks)
-        await markdown.end_stream()
-        await pilot.pause()
-        await pilot.pause()
-        streamed = shown(app, markdown)
+        streamed = await shown_once_ended(app, pilot, markdown)
     whole, _ = await render(text, pieces=None, size=(100, 60))
     assert streamed == whole
 
@@ -244,21 +256,14 @@ async def test_stamps_past_the_limit_are_dropped_and_the_reply_still_draws_as_in
     for pieces in (text.splitlines(keepends=True), [text[:400], text[400:]]):
         app = LogApp()
         async with app.run_test(size=(100, 120)) as pilot:
-            reply = AssistantReply("preset", "wire:agg", 1)
-            await app.query_one(ChatLog).mount(reply)
-            markdown = ReplyMarkdown(classes="reply-markdown")
-            await reply.mount(markdown)
-            await pilot.pause()
+            markdown = await reply_markdown(app, pilot)
             for piece in pieces:
                 await markdown.stream(piece)
             drawer = markdown._drawer
             assert drawer is not None and len(drawer.stamps) <= 3 + 1, len(drawer.stamps)
             hidden = [child for child in markdown.children if not child.display]
             assert set(hidden) == set(drawer.stamps.values())  # the dropped ones are gone from the Markdown
-            await markdown.end_stream()
-            await pilot.pause()
-            await pilot.pause()
-            streamed = shown(app, markdown)
+            streamed = await shown_once_ended(app, pilot, markdown)
         whole, _ = await render(text, pieces=None, size=(100, 120))
         assert streamed == whole
 
@@ -316,11 +321,7 @@ async def test_a_theme_chosen_while_a_reply_streams_recolours_what_was_drawn_bef
     app = LogApp()
     pieces = split(CORPUS, 6)
     async with app.run_test(size=(100, 200)) as pilot:
-        reply = AssistantReply("preset", "wire:agg", 1)
-        await app.query_one(ChatLog).mount(reply)
-        markdown = ReplyMarkdown(classes="reply-markdown")
-        await reply.mount(markdown)
-        await pilot.pause()  # laid out: blocks past DRAW_FROM are drawn from the first batch that has them
+        markdown = await reply_markdown(app, pilot)
         for number, piece in enumerate(pieces):
             if number == len(pieces) * 3 // 4:
                 assert markdown.query(FrozenBlocks), "nothing was drawn before the theme changed"
