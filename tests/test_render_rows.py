@@ -66,3 +66,52 @@ async def test_a_container_with_a_top_edge_draws_every_line():
         assert not rows.lines_alike(app.query_one("#framed"))
         assert not rows.lines_alike(app.query_one("#padded"))
         assert rows.lines_alike(app.query_one("#plain"))
+
+
+def cells(strips: list[Strip]) -> list[list[tuple[str, object]]]:
+    return [[(char, style) for text, style, _ in strip for char in text] for strip in strips]
+
+
+async def test_the_logs_scrollbar_drawn_a_line_per_run_looks_as_textuals_drawn_line_by_line(monkeypatch):
+    """The chat log's scrollbar draws one line of each run of like lines (the track above the thumb, the thumb's
+    ends and body, the track below): every thumb size and position, hovered, grabbed, in another theme, and in a
+    crop of part of it, it looks as Textual's own drawing of every line."""
+    from textual._styles_cache import StylesCache
+    from textual.geometry import Offset, Region
+    from textual.scrollbar import ScrollBar
+
+    app = LogApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        log = app.query_one(ChatLog)
+        await log.mount(Vertical(classes="tall"))
+        log.query_one(".tall").styles.height = 400
+        await pilot.pause()
+        bar = log.vertical_scrollbar
+        assert isinstance(bar, rows.RunScrollBar) and bar.display and bar.size.height == 40
+        drawn = [0]
+        render_line = StylesCache.render_line
+
+        def counted(self, *args, **kwargs):
+            drawn[0] += 1
+            return render_line(self, *args, **kwargs)
+
+        monkeypatch.setattr(StylesCache, "render_line", counted)
+        full = Region(0, 0, bar.size.width, bar.size.height)
+        compared = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            for state in ("plain", "hover", "grabbed"):
+                bar.mouse_over = state == "hover"
+                bar.grabbed = Offset(0, 0) if state == "grabbed" else None
+                for virtual in (45, 97, 400, 4_000):
+                    for position in (0, 0.37 * (virtual - 40), virtual - 40):
+                        bar.window_virtual_size, bar.window_size, bar.position = virtual, 40, position
+                        for crop in (full, Region(0, 7, bar.size.width, 21)):
+                            bar._styles_cache.clear()
+                            drawn[0] = 0
+                            runs = bar.render_lines(crop)
+                            assert drawn[0] <= 5, f"{drawn[0]} lines drawn for {crop.height}: one a run at most"
+                            bar._styles_cache.clear()
+                            assert cells(runs) == cells(ScrollBar.render_lines(bar, crop)), (theme, state, virtual)
+                            compared += 1
+        assert compared == 2 * 3 * 4 * 3 * 2
