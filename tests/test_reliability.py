@@ -289,6 +289,12 @@ def test_redaction_takes_keys_and_nothing_else(text, expected):
 # --------------------------------------------------------------------------- processes and signals
 
 
+def _sigint_as_in_a_terminal() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_in_ask_kills_a_running_command_and_says_nothing_false(
     wire_config, llm_server, home, tmp_path, monkeypatch
 ):
@@ -313,6 +319,9 @@ def test_ctrl_c_in_ask_kills_a_running_command_and_says_nothing_false(
             text=True,
             # A hang shows where each thread was: SIGABRT below makes faulthandler print their stacks.
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+            # Ctrl-C as a terminal delivers it: a run started in the background (`.ci/run &`) inherits
+            # SIGINT ignored, and Python then never raises KeyboardInterrupt (CI hung this way, twice).
+            preexec_fn=_sigint_as_in_a_terminal,
         )
         deadline = time.monotonic() + 20
         while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
