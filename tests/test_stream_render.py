@@ -268,6 +268,42 @@ async def test_stamps_past_the_limit_are_dropped_and_the_reply_still_draws_as_in
         assert streamed == whole
 
 
+async def test_the_blocks_a_reply_only_draws_are_freed_at_once_not_left_to_the_collector():
+    """A parsed block widget is a knot of reference cycles; one that is only drawn is taken apart after the
+    batch (`_dispose`), so it goes at once: left to the collector, a 20,000-token reply's blocks were half of
+    what the full collection after it went through (80,000 of 155,000 objects, 50-118 ms against 18 ms)."""
+    import gc
+
+    from textual.widgets._markdown import MarkdownBlock
+
+    drawable = CORPUS.split("### Third level")[0]  # no table, no code too wide: every block is drawn
+    app = LogApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        markdown = await reply_markdown(app, pilot)
+        for piece in split(drawable, 5) * 2:  # drawing starts; stamps for every shape are mounted
+            await markdown.stream(piece)
+        drawer = markdown._drawer
+        assert drawer is not None
+        stamps = set(drawer.stamps.values())
+        gc.collect()
+        gc.disable()
+        try:
+            # The same pieces again: no new shape, so no new stamp (a list's stamp drops its item widgets as it
+            # mounts, Textual's compose: garbage once per shape, not per block).
+            for piece in split(drawable, 5):
+                await markdown.stream(piece)
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            left = [type(each).__name__ for each in gc.garbage if isinstance(each, MarkdownBlock)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        assert set(drawer.stamps.values()) == stamps
+        assert left == []
+        assert markdown.query(FrozenBlocks) and markdown.source == drawable * 3
+
+
 async def test_a_reply_finds_the_styles_learned_ahead_and_adds_none():
     """learn_reply_styles gives the stylesheet every widget class a reply is built from, so that no block a reply
     mounts, drawn or shown (a table and a wide code line included), makes Textual parse it all again."""
