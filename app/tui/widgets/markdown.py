@@ -15,7 +15,8 @@ blocks go into `FrozenBlocks` (one widget of fixed height showing those lines); 
 FrozenBlocks redrawn each batch; when the stream ends it becomes a real widget. Stamps are the same widget
 classes under the same CSS in the same place, so what is drawn is what the widgets show (tests compare them
 cell by cell). A block that needs to be a widget — a table, or a code block wider than the reply, which
-scrolls — is one, between frozen runs.
+scrolls — is one, between frozen runs. Once it draws, a reply parses its text into light blocks (`_light`):
+what a stamp reads to draw a block, without the widget Textual's parse would build for it.
 """
 
 from __future__ import annotations
