@@ -122,3 +122,24 @@ async def test_an_uncapped_screen_paints_again_within_a_frame_period() -> None:
         await PromptlyPainted._on_idle(screen, events.Idle())
         assert app.frames == frames + 1
         assert not screen._paint_due()
+
+
+async def test_the_frame_a_user_waits_for_is_painted_within_a_frame_period_once() -> None:
+    """A turn's end asks for its frame at once (paint_next_at_once): the cap is lifted for that one frame."""
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = _stopped_timer(app, clock)
+        screen._last_paint = clock.now - UPDATE_PERIOD / 2
+        screen.refresh()
+        frames = app.frames
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames, "within a frame period, a change waits"
+        screen.paint_next_at_once()
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames > frames
+        assert not screen._paint_due()
+        frames = app.frames
+        screen.refresh()
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames, "the cap holds again after that frame"
+        assert screen._paint_due()

@@ -247,7 +247,9 @@ class ChatScreen(PromptlyPainted[None]):
         ),
     ]
 
-    turn_running: reactive[bool] = reactive(False, init=False)
+    # No repaint: nothing the screen draws itself depends on it (a repaint was of the whole screen, 4 ms of the
+    # finished reply's frame); the prompt and the footer follow it in `_show_busy`.
+    turn_running: reactive[bool] = reactive(False, init=False, repaint=False)
 
     def __init__(self, session: ChatSession, *, notice: str | None = None) -> None:
         super().__init__()
@@ -768,6 +770,7 @@ class ChatScreen(PromptlyPainted[None]):
         self._shown_before_end = message.shown
         self.turn_running = False
         self._shown_before_end = False
+        self.paint_next_at_once()  # the finished reply: not held to the stream's frame pace
         if self._sidebar_stale:
             self._sidebar_stale = False
             await self.sidebar.show_preset(self.preset)
