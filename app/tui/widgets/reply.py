@@ -174,7 +174,11 @@ class _Segment:
 
 
 BATCH_PERIOD = 1 / 30  # streamed text goes to the Markdown at most this often: a batch per frame or two
-BATCH_SECONDS = 0.04  # the time one batch should take at most, so that frames keep coming
+# The time one batch should take at most, so that frames keep coming. A batch overshoots it now and then (a new
+# shape's stamp, a code block's lexer): at 0.04 s, frames of a 20,000-token reply at 10,000 tok/s came up to
+# 100-107 ms apart, 87-90 ms at 0.03 s, and its last frame sooner as well (145-170 against 188-203 ms; two
+# runs of alternating rounds, bench/stream_render.py). Other rates and lengths: alike within noise.
+BATCH_SECONDS = 0.03
 # Once the text is all here, a batch may take longer: no text waits behind it, and each frame in between costs
 # 15-40 ms at the end of a long reply, so that with 0.04 s batches the backlog took twice as long to show.
 DRAIN_SECONDS = 0.08
