@@ -143,3 +143,28 @@ async def test_the_frame_a_user_waits_for_is_painted_within_a_frame_period_once(
         await PromptlyPainted._on_idle(screen, events.Idle())
         assert app.frames == frames, "the cap holds again after that frame"
         assert screen._paint_due()
+
+
+async def test_a_tick_lost_to_a_batch_update_is_paid_as_soon_as_the_batch_is_over() -> None:
+    """Textual drops a timer tick that comes during App.batch_update and pauses its timer; a screen that leaves
+    its pacing to the timer (a stream) paints that frame when the batch ends, not a tick later."""
+    app, clock = FrameCounting(), Clock()
+    async with app.run_test(size=(40, 5)):
+        screen = _stopped_timer(app, clock)
+        clock.now += 10
+        screen.paints_promptly = lambda: False  # type: ignore[method-assign]
+        frames = app.frames
+        with app.batch_update():
+            screen.refresh()
+            screen._on_timer_update()  # the tick, inside the batch
+            assert app.frames == frames
+            await PromptlyPainted._on_idle(screen, events.Idle())
+            assert app.frames == frames, "nothing is painted inside a batch"
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames > frames
+        assert not screen._paint_due()
+        frames = app.frames
+        clock.now += 10
+        screen.refresh()
+        await PromptlyPainted._on_idle(screen, events.Idle())
+        assert app.frames == frames, "paid once: the timer paces the next frame again"

@@ -11,7 +11,8 @@ once doubled the frames (55 against 29 in 2 s), on a UI thread that 2,000 tok/s 
 in 2 of 3 rounds the last of 4,000 tokens showed 100-180 ms later (bench/stream_render.py; a 5-round rerun
 put all three within noise). Until that is settled, a stream keeps the timer's pace. And a screen may lift
 the cap for a while (`paints_uncapped`): the chat does while a reply drains, since each batch waits for its
-frame and so spaces the frames itself.
+frame and so spaces the frames itself, and for one frame a user waits for (`paint_next_at_once`: a turn's end).
+A tick that Textual drops because it came during App.batch_update is paid as soon as the batch is over.
 
 Textual is pinned (pyproject): this leans on `Screen._on_timer_update` (the timer's own callback: layout,
 then paint) and on the flags `Screen._on_idle` reads to decide that a paint is due.
@@ -35,6 +36,7 @@ class PromptlyPainted(Screen[ResultType]):
     clock: Callable[[], float] = time.monotonic
     _last_paint = float("-inf")
     _next_uncapped = False
+    _tick_missed = False
 
     def paints_promptly(self) -> bool:
         """Whether a change is painted as soon as the screen is idle just now; if not, at the timer's tick."""
@@ -62,8 +64,14 @@ class PromptlyPainted(Screen[ResultType]):
         )
 
     def _on_timer_update(self) -> None:
-        self._last_paint = self.clock()
-        self._next_uncapped = False
+        if self.app._batch_count:
+            # Textual drops a tick that comes during App.batch_update (a streamed batch awaits mounts in one) and
+            # pauses its timer: the batch's frame waited for the tick after next, frames 75-100 ms apart while a
+            # fast reply began (bench/stream_render.py). The tick is owed: paid as soon as the batch is over.
+            self._tick_missed = True
+        else:
+            self._last_paint = self.clock()
+            self._next_uncapped = self._tick_missed = False
         super()._on_timer_update()
 
     async def _on_idle(self, event: events.Idle) -> None:
@@ -73,7 +81,7 @@ class PromptlyPainted(Screen[ResultType]):
             not self.app._batch_count
             and self.is_current
             and self._paint_due()
-            and self.paints_promptly()
+            and (self.paints_promptly() or self._tick_missed)
             and (self.clock() - self._last_paint >= UPDATE_PERIOD or self._next_uncapped or self.paints_uncapped())
         ):
             self._on_timer_update()
