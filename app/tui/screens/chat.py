@@ -746,15 +746,13 @@ class ChatScreen(PromptlyPainted[None]):
     async def on_turn_done(self, message: TurnDone) -> None:
         result: TurnResult = message.result
         reply = self._reply
-        if reply is not None and not message.shown and result.status != "cancelled":
-            # All the text is here: what is not shown yet goes on batch by batch (more than one only if the stream
-            # outran the screen), a frame painted after each (this handler returns, so the screen paints), and the
-            # turn ends once it is on screen. The text's frame is its own: with the turn's end in it (the footer,
-            # the reply's last block made a widget), a reply at 200 tok/s showed whole 15 ms after the last byte,
-            # Textual's own get_stream in 9-13 ms. The end's frame follows at once (paint_next_at_once): it used
-            # to wait out a frame period, 50-70 ms in bench/fanout.py, when the text was shown first. A cancelled
-            # turn's rest goes in one batch, with no frames waited for (the user asked to stop): finish() closes
-            # the reply.
+        if reply is not None and not message.shown and result.status != "cancelled" and reply.behind:
+            # All the text is here, more of it unshown than a batch holds (a stream faster than the screen): the
+            # rest goes on batch by batch, a frame painted after each (this handler returns, so the screen
+            # paints), and the turn ends once it is on screen. Otherwise the turn ends at once: the text's last
+            # batch and the footer share a frame (painting the text first held the footer back a whole frame,
+            # 50-70 ms in bench/fanout.py, to show the last few tokens 25 ms sooner). A cancelled turn's rest goes
+            # in one batch, with no frames waited for (the user asked to stop): finish() closes the reply.
             reply.drain(lambda: self.post_message(TurnDone(result, shown=True)))
             return
         if self._starting_timer is not None:
