@@ -268,6 +268,21 @@ async def test_stamps_past_the_limit_are_dropped_and_the_reply_still_draws_as_in
         assert streamed == whole
 
 
+DRAWABLE = CORPUS.split("### Third level")[0]  # no table, no code too wide: every block is drawn
+
+
+async def _drawing_with_every_stamp(app: App[None], pilot):
+    """A reply's Markdown that has streamed DRAWABLE twice in `split(DRAWABLE, 5)`'s pieces: drawing, with a
+    stamp for every shape those pieces bring, so the same pieces again mount none. Returns the Markdown, its
+    drawer and its stamps."""
+    markdown = await reply_markdown(app, pilot)
+    for piece in split(DRAWABLE, 5) * 2:
+        await markdown.stream(piece)
+    drawer = markdown._drawer
+    assert drawer is not None
+    return markdown, drawer, set(drawer.stamps.values())
+
+
 async def _garbage_blocks(make_garbage) -> list[str]:
     """The block widgets that `await make_garbage()` leaves for the cyclic collector."""
     import gc
@@ -292,27 +307,21 @@ async def test_the_blocks_a_reply_only_draws_are_freed_at_once_not_left_to_the_c
     blocks were half of what it went through after the reply (80,000 of 155,000 objects, 50-118 ms against
     18 ms without them). Blocks parsed only to be drawn are light (`_light`: no cycles), and the few parsed
     as widgets and then drawn (the batch that starts drawing) are taken apart after it (`_dispose`)."""
-    drawable = CORPUS.split("### Third level")[0]  # no table, no code too wide: every block is drawn
     app = LogApp()
     async with app.run_test(size=(100, 60)) as pilot:
-        markdown = await reply_markdown(app, pilot)
-        for piece in split(drawable, 5) * 2:  # drawing starts; stamps for every shape are mounted
-            await markdown.stream(piece)
-        drawer = markdown._drawer
-        assert drawer is not None
-        stamps = set(drawer.stamps.values())
+        markdown, drawer, stamps = await _drawing_with_every_stamp(app, pilot)
 
         async def stream_again() -> None:
             # The same pieces: no new shape, so no new stamp (a list's stamp drops its item widgets as it
             # mounts, Textual's compose: garbage once per shape, not per block).
-            for piece in split(drawable, 5):
+            for piece in split(DRAWABLE, 5):
                 await markdown.stream(piece)
 
         assert await _garbage_blocks(stream_again) == []
         assert set(drawer.stamps.values()) == stamps
 
         async def draw_widgets() -> None:
-            blocks = markdown._widgets(drawable, 0)
+            blocks = markdown._widgets(DRAWABLE, 0)
             assert not any(markdown_module.kind_of(block) is not type(block) for block in blocks)
             for block in blocks:
                 assert await drawer.draw(block) is not None
@@ -328,15 +337,9 @@ async def test_a_batch_that_only_draws_builds_no_widget(monkeypatch):
     for new shapes, and for what stays a widget."""
     from textual.widget import Widget
 
-    drawable = CORPUS.split("### Third level")[0]
     app = LogApp()
     async with app.run_test(size=(100, 60)) as pilot:
-        markdown = await reply_markdown(app, pilot)
-        for piece in split(drawable, 5) * 2:
-            await markdown.stream(piece)
-        drawer = markdown._drawer
-        assert drawer is not None
-        stamps = set(drawer.stamps.values())
+        markdown, drawer, stamps = await _drawing_with_every_stamp(app, pilot)
         built: list[str] = []
         init = Widget.__init__
 
@@ -345,13 +348,13 @@ async def test_a_batch_that_only_draws_builds_no_widget(monkeypatch):
             init(self, *args, **kwargs)
 
         monkeypatch.setattr(Widget, "__init__", counted)
-        for piece in split(drawable, 5):  # the same pieces again: no new shape
+        for piece in split(DRAWABLE, 5):  # the same pieces again: no new shape
             await markdown.stream(piece)
         monkeypatch.undo()
         assert set(drawer.stamps.values()) == stamps
         assert built == []
         streamed = await shown_once_ended(app, pilot, markdown)
-    whole, _ = await render(drawable * 3, pieces=None, size=(100, 60))
+    whole, _ = await render(DRAWABLE * 3, pieces=None, size=(100, 60))
     assert streamed == whole
 
 

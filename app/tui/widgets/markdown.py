@@ -671,10 +671,11 @@ def _dispose(block: MarkdownBlock) -> None:
     """Free a parsed, never mounted block (and its parts) at once, rather than at the next full collection.
 
     Every widget is a knot of reference cycles (its styles, node list and signals point back at it): about 65
-    objects a widget that only the cyclic collector frees. A long reply parses thousands of blocks that are
-    only drawn, and they outlived the batch's young collections: 80,000 of the 155,000 objects the full
-    collection after a 20,000-token reply went through (bench/stream_render.py's reply; docs/architecture.md).
-    Emptying the widget's attributes cuts every cycle through it; what it held goes as its count falls."""
+    objects a widget that only the cyclic collector frees. Blocks parsed only to be drawn are light (`_light`)
+    and hold none; this is for the batch that starts drawing, whose blocks were parsed as widgets. Drawn blocks
+    left as widgets were 80,000 of the 155,000 objects the full collection after a 20,000-token reply went
+    through (bench/stream_render.py's reply; docs/architecture.md). Emptying the widget's attributes cuts every
+    cycle through it; what it held goes as its count falls."""
     for part in block._blocks:
         _dispose(part)
     block.__dict__.clear()
@@ -941,7 +942,7 @@ class ReplyMarkdown(Markdown):
         drawer = self._drawer = Drawer(self)
         widgets = [child for child in self.children if isinstance(child, MarkdownBlock)]
         lines = self._markdown.splitlines(keepends=True)[:first_line]
-        blocks = self._widgets("".join(lines), 0)
+        blocks = self._widgets("".join(lines), 0, light=True)
         starts = [block.source_range[0] for block in blocks] + [first_line]
         with self._batch():
             self._live = FrozenBlocks()
@@ -956,7 +957,6 @@ class ReplyMarkdown(Markdown):
             for index, block in enumerate(blocks):
                 start, end = starts[index], starts[index + 1]
                 await self._freeze(await drawer.draw(block), "".join(lines[start:end]), start)
-            drawer.done_with(blocks)
             await self.remove_children(gone)
 
     async def _draw(self, blocks: list[MarkdownBlock], starts: list[int], lines: list[str], first_line: int) -> None:
@@ -973,7 +973,7 @@ class ReplyMarkdown(Markdown):
             start, end = starts[index], starts[index + 1]
             finished.append((await drawer.draw(block), "".join(lines[start:end]), first_line + start))
         live = await drawer.draw(blocks[-1])
-        drawer.done_with(blocks)
+        drawer.done_with(blocks)  # parsed as widgets if this batch is the one that started drawing
         run, key = self._run, (drawer.width, drawing_key(self))
         if (
             live is not None
@@ -1083,7 +1083,6 @@ class ReplyMarkdown(Markdown):
                 blocks = self._widgets(frozen.source_text, 0, light=True)
                 await drawer.prepare(blocks)
                 drawn = [await drawer.draw(block) for block in blocks]
-                drawer.done_with(blocks)
                 if None in drawn:
                     with self._batch():
                         await self.mount_all(self._widgets(frozen.source_text, 0), before=frozen)
