@@ -43,12 +43,11 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
 
-from harness import REPLY, SessionProcess, as_run_app, write_config
+from harness import REPLY, SessionProcess, as_run_app, scratch_home, write_config
 
 ADVICE = "Measure the slow path first, then cache what repeats and keep the common case cheap; check it twice."
 AGGREGATOR_FIRST_BYTE = 0.1  # seconds before the aggregator's first byte
@@ -294,7 +293,7 @@ def prime(base_url: str, turns: int, references: int) -> None:
 
 class AskSession:
     def __init__(self, base_url: str, turns: int, references: int, env: dict[str, str]) -> None:
-        self.env = {**env, "MOA_CHAT_HOME": tempfile.mkdtemp(prefix="moa-bench-fanout-")}
+        self.env = {**env, "MOA_CHAT_HOME": scratch_home("moa-bench-fanout-")}
         self.turns = turns
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--prime", base_url, str(turns), str(references)],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,6 +20,14 @@ REPLY = (
     "```python\ndef cached(key, fetch, ttl=300):\n    hit = store.get(key)\n    return hit if hit else fetch()\n```\n\n"
     "Run it on one real example, then ask a follow-up."
 )
+
+
+def scratch_home(prefix: str = "moa-bench-") -> str:
+    """A MOA_CHAT_HOME of the bench's own (config, session store), removed when this process exits: a bench
+    run leaves nothing in /tmp (each row's process makes one, so 500 were left after a day of runs)."""
+    home = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    return home
 
 
 def as_run_app(app_class: type) -> dict[str, Any]:
@@ -54,7 +64,7 @@ class SessionProcess:
 
     def __init__(self, argv: list[str], turns: int, env: dict[str, str]) -> None:
         self.turns = turns
-        home = tempfile.mkdtemp(prefix="moa-bench-")
+        home = scratch_home()
         self.process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**env, "MOA_CHAT_HOME": home}
         )

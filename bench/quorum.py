@@ -16,9 +16,10 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from harness import scratch_home
 
 FAST, SLOW, AGGREGATOR = 0.2, 2.0, 0.1
 
@@ -72,7 +73,7 @@ def main() -> None:
     server = multiprocessing.Process(target=serve, args=(send,), daemon=True)
     server.start()
     base_url = receive.recv()
-    home = Path(tempfile.mkdtemp(prefix="moa-bench-quorum-"))
+    home = Path(scratch_home("moa-bench-quorum-"))
     os.environ["MOA_CHAT_HOME"] = str(home)
     (home / "config.yaml").write_text(CONFIG.format(base_url=base_url))
 

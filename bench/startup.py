@@ -25,12 +25,13 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import textwrap
 import threading
 import time
 from pathlib import Path
+
+from harness import scratch_home
 
 try:
     import pyte
@@ -126,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
 
-    home = Path(tempfile.mkdtemp(prefix="moa-bench-startup-"))
+    home = Path(scratch_home("moa-bench-startup-"))
     env = {**os.environ, "MOA_CHAT_HOME": str(home), "TERM": "xterm-256color"}
     env |= {"COLUMNS": str(COLUMNS), "LINES": str(LINES)}
     for name in [n for n in env if n.endswith("_API_KEY")]:

@@ -40,12 +40,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
 
-from harness import as_run_app, write_config
+from harness import as_run_app, scratch_home, write_config
 
 LINGER = 1.0  # seconds the app keeps running after showing the whole reply, to see whether it still paints
 # Seconds from the first screen to Enter, as a person takes to type a prompt. By then the app's warm-up thread
@@ -338,7 +337,7 @@ async def run_pattern(mode: str, base_url: str, expected: str, frames: Frames, d
 def measure(kind: str, base_url: str, tokens: int, seconds: float) -> None:
     """One run in this (fresh) process; prints the frames as JSON."""
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-    os.environ["MOA_CHAT_HOME"] = tempfile.mkdtemp(prefix="moa-bench-")  # a session store of its own
+    os.environ["MOA_CHAT_HOME"] = scratch_home()  # a session store of its own
     expected = "".join(long_markdown(tokens))
     count_in_flight()
     frames = Frames()
@@ -467,7 +466,7 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to run")
     parser.add_argument("--only", help="run one scenario, as TOKENS@RATE")
     args = parser.parse_args()
-    env = dict(os.environ, TEXTUAL_ANIMATIONS="none", MOA_CHAT_HOME=tempfile.mkdtemp(prefix="moa-bench-"))
+    env = dict(os.environ, TEXTUAL_ANIMATIONS="none", MOA_CHAT_HOME=scratch_home())
     moa = ["moa-chat", *(f"moa-chat@{tree.partition('=')[2]}" for tree in args.tree)]
     if args.quick:
         plan = [(400, 200, [*moa, "pattern", "update"]), (4000, 2000, [*moa, "pattern"])]
