@@ -234,12 +234,19 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
 
 
 async def wait_for_whole(frames: Frames, deadline: float, app: Any, shows_whole: Any) -> None:
+    held_since_frame: int | None = None  # the frame count when the whole reply was last seen to be there
     while frames.whole is None and time.monotonic() < deadline:
         if shows_whole(app):
-            # It holds, but no frame was painted since it began to (the last one came while an update was still
-            # in flight, and an idle app paints no more): ask for one, so that the run ends at a painted frame
-            # (a frame late at most) rather than never.
-            app.screen.refresh()
+            if held_since_frame == len(frames.times):
+                # It has held for a poll and more, and no frame was painted since (the last one came while an
+                # update was still in flight, and an idle app paints no more): ask for one, so that the run ends
+                # at a painted frame (two polls late at most) rather than never. Asked for at the first sight,
+                # this full-screen repaint landed in the middle of the frame the app was about to paint anyway
+                # (moa-chat's turn end awaits its mounts) and doubled that frame's cost.
+                app.screen.refresh()
+            held_since_frame = len(frames.times)
+        else:
+            held_since_frame = None
         await asyncio.sleep(0.01)
     if frames.whole is not None:
         await asyncio.sleep(LINGER)
