@@ -173,7 +173,7 @@ async def reply_markdown(app: App[None], pilot) -> ReplyMarkdown:
 
 
 async def shown_once_ended(app: App[None], pilot, markdown: ReplyMarkdown) -> list[list[tuple[str, object]]]:
-    """The cells of `markdown` on screen once its stream has ended (its last block a widget, laid out)."""
+    """The cells of `markdown` on screen once its stream has ended (laid out)."""
     await markdown.end_stream()
     await pilot.pause()
     await pilot.pause()
