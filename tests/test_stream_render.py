@@ -201,6 +201,24 @@ async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(
         assert got == want, f"line {number}: {''.join(c for c, _ in got)!r} != {''.join(c for c, _ in want)!r}"
 
 
+async def test_the_end_of_a_stream_mounts_nothing_and_keeps_the_drawn_last_block():
+    """Ending the stream adds nothing to the turn's last frame: the drawn growing block stays, a finished block
+    like the others, with its source for a redraw (the resize test above draws it again)."""
+    app = LogApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        markdown = await reply_markdown(app, pilot)
+        for number in range(DRAW_FROM + 2):
+            await markdown.stream(f"Paragraph {number}.\n\n")
+        await markdown.stream("The last one.")
+        await pilot.pause()
+        before = list(markdown.children)
+        await markdown.end_stream()
+        await pilot.pause()
+        assert list(markdown.children) == before
+        last = before[-1]
+        assert isinstance(last, FrozenBlocks) and last.source_text == "The last one."
+
+
 async def test_a_growing_line_of_the_live_block_is_repainted_without_a_layout():
     """Text that lengthens the live block's last line keeps its height: the screen repaints those lines alone
     (a layout of the whole screen costs 20-80 ms a frame), and shows the new text."""
