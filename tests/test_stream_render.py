@@ -203,7 +203,8 @@ async def test_a_streamed_reply_is_drawn_exactly_as_the_text_rendered_in_one_go(
 
 async def test_the_end_of_a_stream_mounts_nothing_and_keeps_the_drawn_last_block():
     """Ending the stream adds nothing to the turn's last frame: the drawn growing block stays, a finished block
-    like the others, with its source for a redraw (the resize test above draws it again)."""
+    like the others, with its source for a redraw (test_a_stretched_reply_is_drawn_again_at_the_new_width
+    draws it again at a new width)."""
     app = LogApp()
     async with app.run_test(size=(100, 60)) as pilot:
         markdown = await reply_markdown(app, pilot)
