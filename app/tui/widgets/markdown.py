@@ -12,7 +12,7 @@ So past a few blocks a streamed ReplyMarkdown stops making a widget per block. I
 fence, …) that takes the block's content, is arranged and drawn to lines (lists and code blocks by a drawer
 of their own, the rest where Textual's layout places their parts: `_compose`). Finished
 blocks go into `FrozenBlocks` (one widget of fixed height showing those lines); the block still growing is a
-FrozenBlocks redrawn each batch; when the stream ends it becomes a real widget. Stamps are the same widget
+FrozenBlocks redrawn each batch, kept as it is when the stream ends. Stamps are the same widget
 classes under the same CSS in the same place, so what is drawn is what the widgets show (tests compare them
 cell by cell). A block that needs to be a widget — a table, or a code block wider than the reply, which
 scrolls — is one, between frozen runs. Once it draws, a reply parses its text into light blocks (`_light`):

@@ -335,8 +335,8 @@ class AssistantReply(Vertical):
             block.update_from(event)
 
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
-        # The last text, the last block made a widget and the footer, shown in one frame: each await between
-        # them would otherwise let a layout and a paint in (two frames of 25-45 ms before the reply looks done).
+        # The last text and the footer, shown in one frame: each await between them would otherwise let a layout
+        # and a paint in (two frames of 25-45 ms before the reply looks done).
         from .markdown import batch_update
 
         with batch_update(self):
