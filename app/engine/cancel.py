@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from . import threads
+
 T = TypeVar("T")
 
 
@@ -97,8 +99,9 @@ class CancelToken:
     ) -> T:
         """Run a blocking request so that cancelling returns at once, with Cancelled.
 
-        The request runs on a daemon thread, so an abandoned one never holds up the process's exit. When it
-        answers after all, its result goes to `discard` (to close the stream nobody will read).
+        The request runs on a kept daemon thread (engine.threads), so an abandoned one never holds up the
+        process's exit. When it answers after all, its result goes to `discard` (to close the stream nobody
+        will read).
         """
         self.raise_if_cancelled()
         finished = threading.Event()
@@ -119,7 +122,7 @@ class CancelToken:
                 with contextlib.suppress(Exception):
                     discard(result[1])  # type: ignore[arg-type]
 
-        threading.Thread(target=run, name=name, daemon=True).start()
+        threads.KEPT.start(run, name)
         with contextlib.suppress(Cancelled), self.closing(finished.set):
             finished.wait()
         with lock:

@@ -1,22 +1,24 @@
 """The references, in parallel: each one ends exactly once, as ok, failed, timeout or cancelled.
 
 The caller's thread supervises: it collects answers as they finish, enforces each reference's timeout
-(closing its stream), and notices a cancel within `POLL` seconds. The pool's threads only request and
-read; a reference abandoned by a timeout or a cancel never holds anything up (see CancelToken.call).
+(closing its stream), and notices a cancel within `POLL` seconds. Up to `max_workers` kept threads
+(engine.threads) only request and read; a reference abandoned by a timeout or a cancel never holds anything
+up (see CancelToken.call).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from ..config import Config, Preset
 from ..llm import LLMCallError, TimedOut, describe_error
-from . import clock
+from . import clock, threads
 from .calls import CallLLM, ModelCall, slot_options
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -109,10 +111,11 @@ class FanOut:
         for ref in self.refs:
             emit(self.observer, ReferenceQueued(ref.index, ref.label, ref.layer))
         started = self._now()
-        workers = min(self.preset.max_workers, len(self.refs))
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="moa-reference")
+        futures: dict[Future[bool], _Reference] = {Future(): ref for ref in self.refs}
+        queued = collections.deque(futures.items())
+        for _ in range(min(self.preset.max_workers, len(self.refs))):
+            threads.KEPT.start(functools.partial(_work_through, queued, self._ask), "moa-reference")
         try:
-            futures: dict[Future[bool], _Reference] = {pool.submit(self._ask, ref): ref for ref in self.refs}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
@@ -132,8 +135,10 @@ class FanOut:
                         self._finish(ref, "late", error=enough)
                 pending = {f for f in pending if futures[f].result is None}
         finally:
-            # Abandon what is still running: its stream was closed; pending ones never start.
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Abandon what is still running (its stream was closed); the queued ones never start.
+            queued.clear()
+            for future in futures:
+                future.cancel()
         results = tuple(ref.result for ref in self.refs if ref.result is not None)
         assert len(results) == len(self.refs), "every reference ends exactly once"
         return results
@@ -217,6 +222,23 @@ class FanOut:
             on_retry=lambda event: emit(self.observer, event),
         )
         return True
+
+
+def _work_through(
+    queued: collections.deque[tuple[Future[bool], _Reference]], ask: Callable[[_Reference], bool]
+) -> None:
+    """One of a fan-out's `max_workers` workers: asks the queued references in turn until none is left."""
+    while True:
+        try:
+            future, ref = queued.popleft()
+        except IndexError:
+            return
+        if not future.set_running_or_notify_cancel():
+            continue  # the fan-out ended before this reference's turn came
+        try:
+            future.set_result(ask(ref))
+        except BaseException as exc:
+            future.set_exception(exc)
 
 
 def _is_timeout(exc: BaseException) -> bool:
