@@ -54,6 +54,9 @@ class Reply:
     cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
     raw_body: str | None = None  # answer 200 with this body (text/html) instead of a chat completion
     bare_chunks: bool = False  # chunks with no id, object or created, as some compatible servers stream them
+    # After the text, an event whose data is {"error": {...}} with this message, and the end: how OpenRouter
+    # reports a provider that failed mid-stream.
+    stream_error: str | None = None
 
 
 @dataclass
@@ -320,6 +323,10 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 paused += reply.pause
             self._event(chunk({"content": piece}))
+        if reply.stream_error is not None:
+            self._event({"error": {"message": reply.stream_error, "code": 502}})
+            self._write_chunk(b"")
+            return
         for index, (call, call_id) in enumerate(zip(reply.tool_calls, self._call_ids(reply), strict=True)):
             identity = {"id": call_id, "type": "function"}
             parts = _split_evenly(call.arguments, reply.argument_pieces)
