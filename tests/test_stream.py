@@ -1,18 +1,30 @@
-"""Stream assembly from real SSE chunks (the SDK's own chunk objects), quirks included."""
+"""Stream assembly from real SSE chunks, quirks included: read as the SDK's own chunk objects, and as the engine
+reads them (plain chunks, llm.stream_chunks)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from typing import Any
 
+import pytest
 from moa_chat import llm
-from moa_chat.llm.stream import StreamAssembler
+from moa_chat.llm.stream import StreamAssembler, stream_chunks
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 
 WEATHER = ScriptedToolCall("get_weather", json.dumps({"city": "Paris", "unit": "celsius"}), id="call_w")
 TIME = ScriptedToolCall("get_time", json.dumps({"timezone": "Europe/Paris"}), id="call_t")
 
 
-def _assemble(wire_config, llm_server, reply: Reply) -> StreamAssembler:
+Read = Callable[[Any], Iterable[Any]]
+
+
+@pytest.fixture(params=["sdk-objects", "plain-chunks"])
+def read(request: pytest.FixtureRequest) -> Read:
+    return stream_chunks if request.param == "plain-chunks" else iter
+
+
+def _assemble(wire_config, llm_server, reply: Reply, read: Read) -> StreamAssembler:
     config = wire_config()
     llm_server.script("m", reply)
     stream = llm.call_llm(
@@ -24,35 +36,35 @@ def _assemble(wire_config, llm_server, reply: Reply) -> StreamAssembler:
         messages=[{"role": "user", "content": "hi"}],
     )
     assembler = StreamAssembler()
-    for chunk in stream:
+    for chunk in read(stream):
         assembler.feed(chunk)
     return assembler
 
 
-def test_text_usage_and_finish_reason(wire_config, llm_server):
-    a = _assemble(wire_config, llm_server, Reply(text="Hello, streaming world."))
+def test_text_usage_and_finish_reason(wire_config, llm_server, read):
+    a = _assemble(wire_config, llm_server, Reply(text="Hello, streaming world."), read)
     assert a.text == "Hello, streaming world."
     assert a.finish_reason == "stop" and a.usage and a.usage.completion_tokens > 0
     assert a.tool_calls() == []
 
 
-def test_fragmented_arguments_rebuild_one_call(wire_config, llm_server):
-    a = _assemble(wire_config, llm_server, Reply(tool_calls=[WEATHER], argument_pieces=9))
+def test_fragmented_arguments_rebuild_one_call(wire_config, llm_server, read):
+    a = _assemble(wire_config, llm_server, Reply(tool_calls=[WEATHER], argument_pieces=9), read)
     [call] = a.tool_calls()
     assert (call.id, call.name) == ("call_w", "get_weather")
     assert call.parsed_arguments() == ({"city": "Paris", "unit": "celsius"}, None)
     assert a.finish_reason == "tool_calls"
 
 
-def test_two_parallel_calls_and_text_in_one_message(wire_config, llm_server):
-    a = _assemble(wire_config, llm_server, Reply(text="Checking both.", tool_calls=[WEATHER, TIME]))
+def test_two_parallel_calls_and_text_in_one_message(wire_config, llm_server, read):
+    a = _assemble(wire_config, llm_server, Reply(text="Checking both.", tool_calls=[WEATHER, TIME]), read)
     assert a.text == "Checking both."
     assert [(c.id, c.name) for c in a.tool_calls()] == [("call_w", "get_weather"), ("call_t", "get_time")]
     assert a.tool_calls()[1].parsed_arguments()[0] == {"timezone": "Europe/Paris"}
 
 
-def test_repeated_id_and_name_deltas_do_not_concatenate(wire_config, llm_server):
-    a = _assemble(wire_config, llm_server, Reply(tool_calls=[WEATHER, TIME], repeat_call_identity=True))
+def test_repeated_id_and_name_deltas_do_not_concatenate(wire_config, llm_server, read):
+    a = _assemble(wire_config, llm_server, Reply(tool_calls=[WEATHER, TIME], repeat_call_identity=True), read)
     assert [c.name for c in a.tool_calls()] == ["get_weather", "get_time"]
     assert [c.id for c in a.tool_calls()] == ["call_w", "call_t"]
     assert a.tool_calls()[0].parsed_arguments()[0] == {"city": "Paris", "unit": "celsius"}

@@ -27,6 +27,7 @@ from ..llm import (
     load_sdk,
     note_bytes,
     sending,
+    stream_chunks,
 )
 from . import clock
 from .cancel import Cancelled, CancelToken
@@ -285,7 +286,7 @@ class ModelCall:
             raise self._error(f"the provider answered with {type(response).__name__}, not a stream of chat chunks")
         try:
             with self._cancel.closing(lambda: close_stream(response)):
-                for chunk in response:
+                for chunk in stream_chunks(response):
                     if abandoned():
                         break
                     self._cancel.raise_if_cancelled()

@@ -28,7 +28,7 @@ from .errors import (
     retry_after,
 )
 from .models import list_models
-from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response, note_bytes
+from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response, note_bytes, stream_chunks
 from .usage import Usage
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "note_bytes",
     "retry_after",
     "sending",
+    "stream_chunks",
     "warm_up",
 ]
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -213,6 +214,55 @@ def is_complete_response(result: Any) -> bool:
     """A full chat.completion (has choices[0].message) rather than a chunk stream."""
     choices = _get(result, "choices")
     return bool(choices) and _get(choices[0], "message") is not None
+
+
+def stream_chunks(stream: Any) -> Iterable[Any]:
+    """The chunks of a streamed answer, in order.
+
+    An SDK stream is read one level down: each SSE event's JSON, as a dict. The SDK makes a model object of
+    every chunk, about 70 us each against 3 us for the JSON and the assembler (a 20,000-chunk reply at
+    10,000 tok/s spent 1.4 s of the GIL on it, in a 2 s stream, beside the UI's 1.9 s). The events, the end
+    ([DONE]), an error sent in the stream and the network's faults are read as the SDK's `Stream` reads
+    them. Anything else (a substituted `call_llm`'s answer) is iterated as it is.
+    """
+    openai, httpx = sys.modules.get("openai"), sys.modules.get("httpx2")
+    response = getattr(stream, "response", None)
+    if openai is None or httpx is None or not isinstance(stream, openai.Stream):
+        return stream
+    if not isinstance(response, httpx.Response):
+        return stream
+    return _sse_chunks(response, openai, httpx)
+
+
+def _sse_chunks(response: Any, openai: Any, httpx: Any) -> Iterator[dict[str, Any]]:
+    data: list[str] = []
+    try:
+        for line in response.iter_lines():
+            if line:
+                field_name, _, value = line.partition(":")
+                if field_name == "data":  # other fields (event, id, retry) and comments (":") say nothing here
+                    data.append(value[1:] if value.startswith(" ") else value)
+                continue
+            if not data:
+                continue  # an event with no data: the SDK would fail to parse it, there is nothing to read
+            text = "\n".join(data)
+            data = []
+            if text.startswith("[DONE]"):
+                return
+            chunk = json.loads(text)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else None
+                if not message or not isinstance(message, str):
+                    message = "An error occurred during streaming"  # the SDK's words
+                raise openai.APIError(message, response.request, body=error)
+            yield chunk
+    except httpx.TimeoutException as exc:
+        raise openai.APITimeoutError(request=response.request) from exc
+    except (httpx.RequestError, ssl.SSLError) as exc:
+        raise openai.APIConnectionError(request=response.request) from exc
+    finally:
+        response.close()
 
 
 @cache
