@@ -54,9 +54,8 @@ def test_the_next_piece_of_work_goes_to_the_waiting_thread_and_starts_none() -> 
     kept = KeptThreads()
     first = _run(kept)
     _until(lambda: kept.waiting == 1, "the thread to wait for work")
-    before = threading.active_count()
     assert _run(kept, "moa-again") is first
-    assert threading.active_count() == before
+    assert kept.alive == 1  # counted by the pool itself: the process's own thread count moves with other tests
 
 
 def test_work_handed_out_while_a_thread_is_busy_gets_a_thread_of_its_own() -> None:
