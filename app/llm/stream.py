@@ -225,13 +225,17 @@ def stream_chunks(stream: Any) -> Iterable[Any]:
     ([DONE]), an error sent in the stream and the network's faults are read as the SDK's `Stream` reads
     them. Anything else (a substituted `call_llm`'s answer) is iterated as it is.
     """
-    openai, httpx = sys.modules.get("openai"), sys.modules.get("httpx2")
+    openai, response = sys.modules.get("openai"), _http_response(stream)
+    if openai is None or response is None or not isinstance(stream, openai.Stream):
+        return stream
+    return _sse_chunks(response, openai, sys.modules["httpx2"])
+
+
+def _http_response(stream: Any) -> Any:
+    """The HTTP response under an SDK stream; None for anything else (a substituted `call_llm`'s answer)."""
+    httpx = sys.modules.get("httpx2")  # loaded whenever such a response exists
     response = getattr(stream, "response", None)
-    if openai is None or httpx is None or not isinstance(stream, openai.Stream):
-        return stream
-    if not isinstance(response, httpx.Response):
-        return stream
-    return _sse_chunks(response, openai, httpx)
+    return response if httpx is not None and isinstance(response, httpx.Response) else None
 
 
 def _sse_chunks(response: Any, openai: Any, httpx: Any) -> Iterator[dict[str, Any]]:
@@ -291,10 +295,9 @@ def note_bytes(stream: Any, on_bytes: Callable[[], None]) -> bool:
     """Call `on_bytes` for every piece of an SDK stream's body, below its SSE parsing, so a provider's
     keep-alive comments count as signs of life. False when the stream is not one whose bytes we can see
     (a substituted `call_llm`); the caller then counts chunks instead."""
-    httpx = sys.modules.get("httpx2")
-    response = getattr(stream, "response", None)
+    response = _http_response(stream)
     inner = getattr(response, "stream", None)
-    if httpx is None or not isinstance(response, httpx.Response) or not isinstance(inner, httpx.SyncByteStream):
+    if response is None or not isinstance(inner, sys.modules["httpx2"].SyncByteStream):
         return False
     noted = _noted_bytes_type()
     if not isinstance(inner, noted):
