@@ -31,12 +31,12 @@ from ..store import SessionStore, StoredMessage, StoreError
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
-from .events import Notice, Observer
 from .history import Exchange, exchanges
 from .ledger import UsageLedger
-from .redaction import DisplayScrub, privacy_scrub, scrubbed_event
+from .privacy_filter import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
 from .turn import CANCELLED, Turn, TurnResult, TurnStatus
+from .turn_events import Notice, Observer
 
 
 class ChatSession:

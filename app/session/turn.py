@@ -17,9 +17,9 @@ from ..engine.calls import CallLLM
 from ..engine.events import emit
 from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, call_llm, describe_error
 from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
-from .events import Event, Observer, ToolCallEvent, ToolStatus
 from .ledger import UsageLedger
-from .redaction import privacy_scrub, scrub_messages
+from .privacy_filter import privacy_scrub, scrub_messages
+from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
 
 TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
 

@@ -38,13 +38,12 @@ from ...engine import (
 from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
+from ...text.wording import plural
 from ...tools import ApprovalRequest, Decision
-from ...wording import plural
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
 from ..pacing import PromptlyPainted
-from ..widgets.chat_log import ChatLog, UserMessage, Welcome
-from ..widgets.chat_log import Notice as NoticeWidget
+from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
@@ -56,7 +55,7 @@ from .approval import ApprovalScreen
 from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
 from .preset_picker import PresetPicker, SelfMoA
-from .sessions import SessionsScreen
+from .session_browser import SessionsScreen
 
 if TYPE_CHECKING:
     from ..app import MoAChatApp
@@ -359,11 +358,11 @@ class ChatScreen(PromptlyPainted[None]):
         yield KeyFooter()
         yield PathCompletion(id="path-completion")
 
-    def _opening_notices(self) -> list[NoticeWidget]:
+    def _opening_notices(self) -> list[NoticeLine]:
         """Why the app started as it did (the preset it chose), and a preset's missing keys."""
         error, warning = self.session.preflight(self.preset)
         opening = [(self.notice, "info"), (error, "error"), (warning, "warning")]
-        return [NoticeWidget(text, level) for text, level in opening if text]
+        return [NoticeLine(text, level) for text, level in opening if text]
 
     def paints_promptly(self) -> bool:
         # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end (a reply's last
@@ -603,12 +602,12 @@ class ChatScreen(PromptlyPainted[None]):
         await log.mount(UserMessage(text))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         if error:
-            await log.mount(NoticeWidget(error, "error"))
+            await log.mount(NoticeLine(error, "error"))
             return
         if warning:
             self.notify(warning, severity="warning", timeout=6)
         if solo and not editing:
-            await log.mount(NoticeWidget("solo: the aggregator alone, no references (Ctrl+T)", "info"))
+            await log.mount(NoticeLine("solo: the aggregator alone, no references (Ctrl+T)", "info"))
         await self._show_reply()
 
     async def _dispatch(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
@@ -703,7 +702,7 @@ class ChatScreen(PromptlyPainted[None]):
         elif isinstance(event, ToolCallEvent) and reply is not None:
             await reply.tool_event(event)
         elif isinstance(event, Notice):
-            await self.chat_log.mount(NoticeWidget(event.text, event.level))
+            await self.chat_log.mount(NoticeLine(event.text, event.level))
 
     async def _server_start(self, event: ServerStart) -> None:
         """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's
@@ -728,7 +727,7 @@ class ChatScreen(PromptlyPainted[None]):
             waiting.set_status(f"consulting {plural(waiting.references, 'reference')}…")
         if event.stage == "ready":
             above = reply if reply is not None and reply.parent is self.chat_log else None
-            await self.chat_log.mount(NoticeWidget(event.text, "info"), before=above)
+            await self.chat_log.mount(NoticeLine(event.text, "info"), before=above)
 
     def _waiting(self, reply: AssistantReply | None) -> AssistantReply | None:
         """`reply` while it is the turn's, on screen and without text: its header may say what it waits for."""
