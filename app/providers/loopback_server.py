@@ -68,6 +68,11 @@ class RecordedRequest:
     disconnected: bool = False
     authorization: bool = False  # whether a bearer token came (never the token itself)
     usage_sent: dict[str, int] | None = None  # the usage the server reported for this request, if it did
+    # Set when the server starts a scripted wait (`delay` before the reply, `pause` mid-stream): a test that
+    # acts while the client waits on the server waits for this, not for a guessed time.
+    stalled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # Set when the server is done with the request (`finished_at`, `disconnected` are final then).
+    finished: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def model(self) -> str:
@@ -101,6 +106,7 @@ class OpenAICompatibleServer:
         self.models = models or []
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified as each request is recorded
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"owner": self})
@@ -135,9 +141,16 @@ class OpenAICompatibleServer:
         with self._lock:
             return [r for r in self.requests if r.model == model]
 
+    def wait_for_request(self, model: str, timeout: float = 5.0) -> RecordedRequest | None:
+        """The first request for `model`, once it has arrived (None if none does within `timeout`)."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: any(r.model == model for r in self.requests), timeout)
+            return next((r for r in self.requests if r.model == model), None)
+
     def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
+        with self._arrived:
             self.requests.append(request)
+            self._arrived.notify_all()
 
     def next_id(self) -> int:
         return next(self._ids)
@@ -191,8 +204,10 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a broken script should show up as a server error, not a hang
             reply = Reply(status=500, error=f"responder failed: {type(exc).__name__}: {exc}")
         try:
-            if reply.delay and self._wait(reply.delay, record):
-                return
+            if reply.delay:
+                record.stalled.set()
+                if self._wait(reply.delay, record):
+                    return
             if reply.status >= 400:
                 self._send_json(
                     reply.status,
@@ -216,6 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected = True
         finally:
             record.finished_at = time.monotonic()
+            record.finished.set()
 
     def _wait(self, seconds: float, record: RecordedRequest) -> bool:
         """Sleep, but end early (True) if the server stops or the client hangs up meanwhile."""
@@ -319,6 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n and reply.piece_delay and behind > 0 and self._wait(behind, record):
                 return
             if reply.pause_after is not None and n == reply.pause_after:
+                record.stalled.set()
                 if self._pause(reply, record):
                     return
                 paused += reply.pause
