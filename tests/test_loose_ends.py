@@ -80,3 +80,23 @@ def test_session_is_refused_by_sessions_and_export(home, capsys, command):
     code = main([*command, "--session", "abc"])
     err = capsys.readouterr().err
     assert code == 2 and "--session is for the chat and `ask`" in err
+
+
+def test_ask_solo_does_not_count_an_empty_panel(home, capsys):
+    code = main(["ask", "--preset", "demo", "--solo", "hello"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "writing (solo)" in err and "0/0" not in err
+
+
+def test_the_demo_summarises_an_attached_file_instead_of_acting_on_its_words(home, tmp_path, capsys):
+    """`Summarise @README.md` attaches a README that itself says "write … file": the demo reads the attached
+    text and calls no tool, where it used to answer by asking to write a note."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# Tiny project\n\n## Install\n\nWrite the config file first.\n\n## Use\n\nRun it.\n")
+    code = main(["ask", "--preset", "demo", "--yes", "-a", str(readme), "Summarise this"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "⚙" not in captured.err  # no tool call at all
+    assert "What the attached file says:" in captured.out
+    assert "opens with “Tiny project”" in captured.out and "*Install*, *Use*" in captured.out
