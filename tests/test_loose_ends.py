@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,38 @@ def test_the_demo_summarises_an_attached_file_instead_of_acting_on_its_words(hom
     assert "⚙" not in captured.err  # no tool call at all
     assert "What the attached file says:" in captured.out
     assert "opens with “Tiny project”" in captured.out and "*Install*, *Use*" in captured.out
+
+
+HIDE_LLAMA = """
+import importlib.abc, sys
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "llama_cpp" or name.startswith("llama_cpp."):
+            raise ModuleNotFoundError(name)
+        return None
+sys.meta_path.insert(0, Hide())
+from importlib import util
+_find = util.find_spec
+util.find_spec = lambda name, package=None: None if name == "llama_cpp" else _find(name, package)
+from moa_chat.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def run_without_llama(*args: str) -> subprocess.CompletedProcess[str]:
+    """moa-chat in a process where llama-cpp-python is not importable, as on a machine without the extra."""
+    return subprocess.run(
+        [sys.executable, "-c", HIDE_LLAMA, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_the_local_preset_is_not_runnable_without_its_extra_and_says_the_real_command(home):
+    listed = run_without_llama("presets", "--json")
+    assert listed.returncode == 0, listed.stderr
+    local = next(p for p in json.loads(listed.stdout) if p["name"] == "local")
+    assert local["runnable"] is False
+    assert "pip install 'moa-chat[local]'" in local["problem"] and "shared" not in local["problem"]
+    text = run_without_llama("presets").stdout
+    assert "cannot run: the local model needs the local extra (llama-cpp-python): pip install 'moa-chat[local]'" in text
+    asked = run_without_llama("ask", "--preset", "local", "hi")
+    assert asked.returncode == 2 and "pip install 'moa-chat[local]'" in asked.stderr and "shared" not in asked.stderr
