@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import write_config
 from moa_chat.cli import main
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.store import SessionStore, default_path
 
 BROKEN = "moa:\n  presets:\n    x: [oops\n"
@@ -138,3 +142,69 @@ def test_the_local_preset_is_not_runnable_without_its_extra_and_says_the_real_co
     assert "cannot run: the local model needs the local extra (llama-cpp-python): pip install 'moa-chat[local]'" in text
     asked = run_without_llama("ask", "--preset", "local", "hi")
     assert asked.returncode == 2 and "pip install 'moa-chat[local]'" in asked.stderr and "shared" not in asked.stderr
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_ask_stops_its_command_and_ends_the_stored_turn_interrupted(
+    wire_config, llm_server, home, tmp_path, number
+):
+    """Closing the terminal during `ask` (SIGHUP) or `kill` (SIGTERM): the command the model started dies with
+    it (it used to stay running with ppid 1) and the stored turn ends as after Ctrl-C, not `running`."""
+    wire_config()
+    marker = tmp_path / "child.pid"
+    record = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    run_it = Reply(
+        text="Running it.",
+        tool_calls=[ScriptedToolCall("run_command", json.dumps({"command": [sys.executable, "-c", record]}))],
+    )
+    llm_server.script(
+        "agg", lambda body: Reply(text="done") if any(m["role"] == "tool" for m in body["messages"]) else run_it
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "ask", "run it", "--yes"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text()) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polls for the command's start; nothing is timed
+        child = int(marker.read_text())
+        process.send_signal(number)
+        _out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 128 + number, err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split(")")[1][:3]:
+        assert time.monotonic() < deadline, "the command outlived ask"
+        time.sleep(0.05)
+    store = SessionStore()
+    (turn,) = store.turns(store.latest().id)
+    assert turn.status == "cancelled", turn.status  # as Ctrl-C leaves it
+
+
+def test_the_first_line_of_ask_prints_a_configured_model_name_inert(home, llm_server):
+    """A model name is the config's, and a config can be shared: an OSC 52 in it must not reach the terminal."""
+    write_config(
+        home,
+        f"""
+        providers:
+          wire: {{base_url: "{llm_server.base_url}", max_retries: 0}}
+        moa:
+          default_preset: wire
+          presets:
+            wire:
+              reference_models: [{{provider: wire, model: ref-a}}]
+              aggregator: {{provider: wire, model: "agg\\u001b]52;c;aGk=\\u0007"}}
+        """,
+    )
+    result = subprocess.run([sys.executable, "-m", "moa_chat", "ask", "hi"], capture_output=True, text=True, timeout=60)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("moa-chat: preset wire") and "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "␛]52;c;aGk=" in first
