@@ -208,3 +208,25 @@ def test_the_first_line_of_ask_prints_a_configured_model_name_inert(home, llm_se
     first = result.stderr.splitlines()[0]
     assert first.startswith("moa-chat: preset wire") and "\x1b" not in result.stderr and "\x07" not in result.stderr
     assert "␛]52;c;aGk=" in first
+
+
+def test_ask_into_a_reader_that_leaves_cancels_the_turn_and_exits_141_quietly(wire_config, llm_server, home):
+    """`moa-chat ask … | head -1`: once the reader has gone nobody reads the rest, so the turn is cancelled
+    (the aggregator's stream is closed mid-way) and ask ends as other tools do in a pipe: 141, no traceback."""
+    wire_config()
+    llm_server.script("agg", Reply(text="first line\n" + "more words " * 400, piece_delay=0.01))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "ask", "hi"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "first line\n"
+        process.stdout.close()  # the reader leaves, as `head -1` does
+        err = process.stderr.read() if process.stderr else ""
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 141, err
+    assert "Traceback" not in err and "error" not in err
+    assert llm_server.requests_for("agg")[-1].disconnected  # the stream was closed, not read to its end

@@ -18,7 +18,7 @@ from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
 from ..text.inert import inert, inert_json
 from ..text.wording import plural
-from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_READER_GONE, EXIT_USAGE
 from .progress import Progress
 
 
@@ -56,10 +56,17 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
             print(inert(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})"), file=sys.stderr)
-    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
+    cancel = CancelToken()
+
+    def reader_gone() -> None:
+        # Nobody reads the rest of the reply, so the turn stops: on a side thread, since cancelling closes the
+        # stream the reporting thread is reading.
+        threading.Thread(target=cancel.cancel, name="moa-ask-reader-gone", daemon=True).start()
+
+    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet, reader_gone=reader_gone)
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
-        result = _send_interruptibly(session, content, progress, solo=bool(getattr(args, "solo", False)))
+        result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
     finally:
         session.close()
     if args.json:
@@ -67,6 +74,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     else:
         progress.end_line()  # the streamed reply (or what came of it) ends its line
     sys.stdout.flush()
+    if progress.reader_went_away:
+        return EXIT_READER_GONE  # quietly, as other tools end in a pipe whose reader left
     if result.status in ("failed", "cut_off"):
         print(f"moa-chat: error: {inert(result.error or '')}", file=sys.stderr)
         return EXIT_FAILED
@@ -116,9 +125,10 @@ def _interrupt(number: int, _frame: object) -> None:
     raise _Signalled(number)
 
 
-def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *, solo: bool = False) -> TurnResult:
+def _send_interruptibly(
+    session: ChatSession, prompt: str, progress: Progress, cancel: CancelToken, *, solo: bool = False
+) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
-    cancel = CancelToken()
     box: dict[str, TurnResult] = {}
     # An Event, not Thread.join: a Ctrl-C that interrupts join() can leave the thread looking finished
     # (CPython 3.11), and the process would exit before the cancel had killed a running command.
