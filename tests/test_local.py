@@ -121,7 +121,7 @@ def test_a_model_file_the_server_cannot_load_fails_the_turn_naming_the_servers_l
 async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, monkeypatch):
     from moa_chat.config import load_config
     from moa_chat.providers import lifecycle
-    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.chat_log import NoticeLine
     from moa_chat.tui.widgets.reply import AssistantReply
     from tui_helpers import make_app, record_statuses, send, wait_until
 
@@ -132,8 +132,8 @@ async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, mon
         async with app.run_test(size=(120, 36)) as pilot:
             await send(pilot, "Name a primary colour.")
 
-            def ready() -> list[Notice]:
-                return [n for n in app.query(Notice) if "is ready (started in " in n.message]
+            def ready() -> list[NoticeLine]:
+                return [n for n in app.query(NoticeLine) if "is ready (started in " in n.message]
 
             # A cold start on a loaded machine can take minutes: no time window, a generous bound.
             await wait_until(pilot, lambda: bool(ready()), timeout=300, describe=lambda: f"a ready notice; {shown}")

@@ -17,7 +17,7 @@ from typing import get_args
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from moa_chat.privacy import (
+from moa_chat.text.redaction import (
     EMAIL,
     PHONE,
     PRIVACY_MODES,

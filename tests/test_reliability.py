@@ -174,7 +174,7 @@ def test_a_failing_provider_cannot_write_escapes_to_stderr(wire_config, llm_serv
 
 
 async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_server, home, tmp_path, monkeypatch):
-    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.chat_log import NoticeLine
     from moa_chat.tui.widgets.tool_block import ToolBlock
 
     monkeypatch.chdir(tmp_path)
@@ -199,7 +199,7 @@ async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_
         markdown = [m.source for m in app.query("Markdown")]
         block = app.query_one(ToolBlock)
         card = app.query_one(ReferenceSidebar).card(0)
-        for text in (*markdown, block.event.result or "", card.text, *(str(n.render()) for n in app.query(Notice))):
+        for text in (*markdown, block.event.result or "", card.text, *(str(n.render()) for n in app.query(NoticeLine))):
             assert not _acts(text), repr(text)
         assert "␛]0;owned" in (block.event.result or "")
         assert any("done ␛]52;c;" in text for text in markdown)

@@ -14,7 +14,7 @@ import pytest
 from moa_chat.config import load_config
 from moa_chat.providers import lifecycle
 from moa_chat.providers.local import LocalProviderError
-from moa_chat.tui.widgets.chat_log import Notice
+from moa_chat.tui.widgets.chat_log import NoticeLine
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from scripted_server import ScriptedServer
@@ -83,7 +83,7 @@ async def test_the_chat_shows_the_server_starting_then_ready_above_the_reply(hom
         await wait_until(pilot, lambda: starting in header(app), describe=lambda: header(app))
         await wait_until(pilot, lambda: header(app).endswith("s"), describe=lambda: header(app))
         assert app.chat.turn_running
-        assert not app.query(Notice)
+        assert not app.query(NoticeLine)
         assert [card.status for card in app.query_one(ReferenceSidebar).cards()] == ["queued"] * 3
         held.release.set()
 
@@ -94,7 +94,7 @@ async def test_the_chat_shows_the_server_starting_then_ready_above_the_reply(hom
         await wait_until(pilot, finished, timeout=30)
         reply = app.query(AssistantReply).last()
         assert reply.text == "ok from smollm2"
-        notices = [n for n in app.query(Notice) if "is ready" in n.message]
+        notices = [n for n in app.query(NoticeLine) if "is ready" in n.message]
         assert len(notices) == 1
         assert notices[0].message.startswith("The test model (Tiny-1M) on 127.0.0.1:")
         assert "is ready (started in " in notices[0].message
@@ -107,7 +107,7 @@ async def test_the_chat_shows_the_server_starting_then_ready_above_the_reply(hom
 
         await run_turn(pilot, "And another?")  # already running: nothing starts, nothing is said
         assert len(held.made) == 1
-        assert len([n for n in app.query(Notice) if "is ready" in n.message]) == 1
+        assert len([n for n in app.query(NoticeLine) if "is ready" in n.message]) == 1
 
 
 async def test_a_server_that_cannot_start_ends_the_turn_at_once_naming_its_log(home, held):
@@ -122,7 +122,7 @@ async def test_a_server_that_cannot_start_ends_the_turn_at_once_naming_its_log(h
         assert not held.backend.requests  # no call was made: not one failure per reference
         sidebar = app.query_one(ReferenceSidebar)
         assert [card.status for card in sidebar.cards()] == ["failed"] * 3
-        assert not [n for n in app.query(Notice) if "is ready" in n.message]
+        assert not [n for n in app.query(NoticeLine) if "is ready" in n.message]
         held.fail = None
         await run_turn(pilot, "again", timeout=30)  # the next turn tries again, and now it starts
         assert len(held.made) == 2
@@ -189,7 +189,7 @@ async def test_listing_the_local_models_says_the_server_is_starting_meanwhile(ho
 
 def test_an_endpoint_is_resolved_through_start_server_alone(home, monkeypatch):
     """One place decides whether a server starts: resolve_endpoint asks start_server, never lifecycle."""
-    from moa_chat.providers import registry
+    from moa_chat.providers import endpoints as registry
 
     asked: list[str] = []
 

@@ -298,7 +298,7 @@ async def test_the_sidebar_groups_cards_by_layer_and_shows_samples_and_late_ones
 
 
 async def test_ctrl_t_sends_a_solo_turn_and_the_log_marks_it(preset_config, llm_server):
-    from moa_chat.tui.widgets.chat_log import Notice
+    from moa_chat.tui.widgets.chat_log import NoticeLine
     from moa_chat.tui.widgets.prompt_input import PromptInput
     from moa_chat.tui.widgets.reply import AssistantReply
     from tui_helpers import make_app, wait_until
@@ -310,7 +310,7 @@ async def test_ctrl_t_sends_a_solo_turn_and_the_log_marks_it(preset_config, llm_
         await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: app.query(AssistantReply) and app.query_one(AssistantReply).finished)
         assert not any(r.model.startswith("ref-") for r in llm_server.requests)
-        assert any("solo" in str(n.render()) for n in app.query(Notice))
+        assert any("solo" in str(n.render()) for n in app.query(NoticeLine))
 
 
 async def test_a_turn_over_the_cost_limit_is_asked_about_in_the_chat(preset_config, llm_server):

@@ -8,7 +8,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.screens.preset_picker import PresetPicker
 from moa_chat.tui.screens.reference_detail import ReferenceDetail
-from moa_chat.tui.widgets.chat_log import Notice, UserMessage
+from moa_chat.tui.widgets.chat_log import NoticeLine, UserMessage
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.reply import AssistantReply
@@ -272,7 +272,7 @@ async def test_no_key_start_says_demo_in_the_log(home):
     app = MoAChatApp(config, config.preset("demo"), notice="starting on the offline demo preset")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        notices = [str(n.render()) for n in app.query(Notice)]
+        notices = [str(n.render()) for n in app.query(NoticeLine)]
         assert any("offline demo" in n for n in notices)
 
 

@@ -127,7 +127,7 @@ def seeded_store(home, config) -> tuple[SessionStore, list[str]]:
 
 
 async def test_the_sessions_screen_filters_opens_renames_and_deletes(home, wire_config, llm_server):
-    from moa_chat.tui.screens.sessions import ConfirmDelete, RenameSession, SessionsScreen
+    from moa_chat.tui.screens.session_browser import ConfirmDelete, RenameSession, SessionsScreen
 
     config = wire_config()
     store, ids = seeded_store(home, config)
@@ -169,7 +169,7 @@ NOW = 1_764_500_000.0  # 2026-11-30 10:53 UTC
 def test_snapshot_sessions_screen(snap_compare, home, wire_config, frozen_clock, monkeypatch):
     import time as time_module
 
-    from moa_chat.tui.screens.sessions import SessionsScreen
+    from moa_chat.tui.screens.session_browser import SessionsScreen
 
     monkeypatch.setenv("TZ", "UTC")
     time_module.tzset()

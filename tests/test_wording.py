@@ -1,6 +1,6 @@
-"""The words that follow a count (moa_chat.wording): one rule for the command line, the chat and the prompts."""
+"""The words that follow a count (moa_chat.text.wording): one rule for the command line, the chat and the prompts."""
 
-from moa_chat.wording import plural
+from moa_chat.text.wording import plural
 
 
 def test_a_count_names_its_noun_in_the_singular_only_for_one():

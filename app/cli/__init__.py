@@ -140,11 +140,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "sessions":
-            from .sessions import list_sessions
+            from .session_commands import list_sessions
 
             return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
         if args.command == "export":
-            from .sessions import export_session
+            from .session_commands import export_session
 
             return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)

@@ -15,8 +15,8 @@ from ..engine.panel import panel
 from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
-from ..terminal import inert, inert_json
-from ..wording import plural
+from ..text.inert import inert, inert_json
+from ..text.wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from .progress import Progress
 

@@ -17,8 +17,8 @@ from typing import TextIO
 from ..config import Config, ConfigError, data_home, default_config_path, load_config
 from ..providers import choose_start, has_key, missing_keys
 from ..providers.local import INSTALL_HINT, installed_model
-from ..terminal import inert
-from ..wording import plural
+from ..text.inert import inert
+from ..text.wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 ENDPOINT_TIMEOUT = 4.0

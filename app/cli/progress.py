@@ -7,9 +7,9 @@ from typing import ClassVar, TextIO
 
 from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceStarted, ReplyDelta
 from ..session import Event, Notice, ServerStart, ToolCallEvent
-from ..terminal import inert
+from ..text.inert import inert
+from ..text.wording import plural
 from ..tools.registry import summarize_arguments
-from ..wording import plural
 
 
 class Progress:

@@ -14,7 +14,7 @@ from ..prompts import (
     TOOL_RESULT_PREFIX,
     message_text,
 )
-from ..wording import plural
+from ..text.wording import plural
 from .events import ReferenceFinished
 
 # Long tool results are cut to head and tail: references need their gist, not every byte.

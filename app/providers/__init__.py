@@ -1,16 +1,6 @@
 """Providers: where a call goes (the endpoint and its key), and the providers moa-chat runs itself."""
 
-from .readiness import (
-    Readiness,
-    StartChoice,
-    choose_start,
-    cycle_order,
-    missing_keys,
-    next_runnable,
-    preflight,
-    readiness,
-)
-from .registry import (
+from .endpoints import (
     Endpoint,
     MissingApiKeyError,
     UnknownProviderError,
@@ -20,6 +10,16 @@ from .registry import (
     provider_config,
     resolve_endpoint,
     start_server,
+)
+from .readiness import (
+    Readiness,
+    StartChoice,
+    choose_start,
+    cycle_order,
+    missing_keys,
+    next_runnable,
+    preflight,
+    readiness,
 )
 
 __all__ = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..prompts import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
-from ..wording import plural
+from ..text.wording import plural
 from .loopback_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
 PACE_ENV = "MOA_CHAT_DEMO_PACE"  # multiplies every simulated delay; 0 makes the demo instant

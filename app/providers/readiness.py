@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
+from .endpoints import has_key, is_remote_keyed
 from .local import extra_installed
-from .registry import has_key, is_remote_keyed
 
 # Bundled presets worth starting on, best first, when their keys are set.
 PREFERENCE = ("frontier", "openai", "groq-fast", "together")

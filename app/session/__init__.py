@@ -1,10 +1,10 @@
 """The conversation: `ChatSession`, one user turn with its tool loop, and the usage ledger."""
 
 from .chat_session import ChatSession
-from .events import Event, Notice, Observer, ServerStart, ToolCallEvent
 from .history import Exchange
 from .ledger import UsageLedger
 from .turn import Turn, TurnResult
+from .turn_events import Event, Notice, Observer, ServerStart, ToolCallEvent
 
 __all__ = [
     "ChatSession",

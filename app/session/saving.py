@@ -16,8 +16,8 @@ from ..config import Preset
 from ..engine import AggregatorFinished, ReferenceFinished, ReplyDelta, clock
 from ..engine.events import emit
 from ..store import SessionStore, StoredCall, StoreError
-from .events import Event, Notice, Observer
 from .turn import TurnResult
+from .turn_events import Event, Notice, Observer
 
 FLUSH_SECONDS = 1.0
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The session store: every conversation in one SQLite database, versioned and private."""
 
 from .database import StoreError, default_path
-from .sessions import SessionStore, SessionSummary, StoredCall, StoredMessage, StoredTurn, make_title
+from .session_store import SessionStore, SessionSummary, StoredCall, StoredMessage, StoredTurn, make_title
 
 __all__ = [
     "SessionStore",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sessions import SessionStore, StoredTurn
+from .session_store import SessionStore, StoredTurn
 
 
 def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:

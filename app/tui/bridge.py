@@ -22,7 +22,7 @@ from textual.message import Message
 
 from ..engine import ReferenceQueued, ReferencesSent, ReferenceStarted, ReplyDelta
 from ..session import Event, TurnResult
-from ..terminal import inert
+from ..text.inert import inert
 
 
 class CoreEvent(Message):

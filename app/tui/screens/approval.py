@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ...terminal import inert
+from ...text.inert import inert
 from ...tools import ApprovalRequest, Decision
 
 

@@ -7,7 +7,6 @@ cross the thread boundary through the bridge, in order, and are applied to the w
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import threading
 import time
@@ -38,13 +37,12 @@ from ...engine import (
 from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
-from ...tools import ApprovalRequest, Decision
-from ...wording import plural
+from ...text.wording import plural
+from ..approver import DialogApprover
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
 from ..pacing import PromptlyPainted
-from ..widgets.chat_log import ChatLog, UserMessage, Welcome
-from ..widgets.chat_log import Notice as NoticeWidget
+from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
@@ -52,11 +50,10 @@ from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
-from .approval import ApprovalScreen
 from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
 from .preset_picker import PresetPicker, SelfMoA
-from .sessions import SessionsScreen
+from .session_browser import SessionsScreen
 
 if TYPE_CHECKING:
     from ..app import MoAChatApp
@@ -261,7 +258,6 @@ class ChatScreen(PromptlyPainted[None]):
         self._reply: AssistantReply | None = None
         self._last_reply: AssistantReply | None = None
         self._sidebar_stale = False
-        self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
@@ -269,7 +265,7 @@ class ChatScreen(PromptlyPainted[None]):
         self._shown_before_end = False  # the turn that is ending drained its reply: all of it is on screen
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
-        session.approval.ask = self._ask_approval
+        session.approval.approver = DialogApprover(self.app, clock=lambda: self.approval_clock())
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
@@ -359,11 +355,11 @@ class ChatScreen(PromptlyPainted[None]):
         yield KeyFooter()
         yield PathCompletion(id="path-completion")
 
-    def _opening_notices(self) -> list[NoticeWidget]:
+    def _opening_notices(self) -> list[NoticeLine]:
         """Why the app started as it did (the preset it chose), and a preset's missing keys."""
         error, warning = self.session.preflight(self.preset)
         opening = [(self.notice, "info"), (error, "error"), (warning, "warning")]
-        return [NoticeWidget(text, level) for text, level in opening if text]
+        return [NoticeLine(text, level) for text, level in opening if text]
 
     def paints_promptly(self) -> bool:
         # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end (a reply's last
@@ -603,12 +599,12 @@ class ChatScreen(PromptlyPainted[None]):
         await log.mount(UserMessage(text))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         if error:
-            await log.mount(NoticeWidget(error, "error"))
+            await log.mount(NoticeLine(error, "error"))
             return
         if warning:
             self.notify(warning, severity="warning", timeout=6)
         if solo and not editing:
-            await log.mount(NoticeWidget("solo: the aggregator alone, no references (Ctrl+T)", "info"))
+            await log.mount(NoticeLine("solo: the aggregator alone, no references (Ctrl+T)", "info"))
         await self._show_reply()
 
     async def _dispatch(self, job: Callable[[Observer, CancelToken], TurnResult]) -> None:
@@ -645,32 +641,6 @@ class ChatScreen(PromptlyPainted[None]):
             result = TurnResult(status="failed", text="", error=str(exc), seconds=0.0, references=())
         bridge.post_after_text(TurnDone(result))
 
-    def _ask_approval(self, request: ApprovalRequest) -> Decision:
-        """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
-        answer: concurrent.futures.Future[Decision] = concurrent.futures.Future()
-        cancel = self._cancel
-
-        def decided(decision: Decision | None) -> None:
-            answer.set_result(decision or "deny")
-
-        def show() -> None:
-            self._approval_screen = ApprovalScreen(request, clock=self.approval_clock)
-            self.app.push_screen(self._approval_screen, decided)
-
-        self.app.call_from_thread(show)
-        while True:
-            try:
-                return answer.result(timeout=0.1)
-            except concurrent.futures.TimeoutError:
-                if cancel is not None and cancel.cancelled:
-                    self.app.call_from_thread(self._close_approval)
-                    return "deny"
-
-    def _close_approval(self) -> None:
-        screen, self._approval_screen = self._approval_screen, None
-        if screen is not None and screen.is_active:
-            screen.dismiss("deny")
-
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
         reply = self._reply
@@ -703,7 +673,7 @@ class ChatScreen(PromptlyPainted[None]):
         elif isinstance(event, ToolCallEvent) and reply is not None:
             await reply.tool_event(event)
         elif isinstance(event, Notice):
-            await self.chat_log.mount(NoticeWidget(event.text, event.level))
+            await self.chat_log.mount(NoticeLine(event.text, event.level))
 
     async def _server_start(self, event: ServerStart) -> None:
         """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's
@@ -728,7 +698,7 @@ class ChatScreen(PromptlyPainted[None]):
             waiting.set_status(f"consulting {plural(waiting.references, 'reference')}…")
         if event.stage == "ready":
             above = reply if reply is not None and reply.parent is self.chat_log else None
-            await self.chat_log.mount(NoticeWidget(event.text, "info"), before=above)
+            await self.chat_log.mount(NoticeLine(event.text, "info"), before=above)
 
     def _waiting(self, reply: AssistantReply | None) -> AssistantReply | None:
         """`reply` while it is the turn's, on screen and without text: its header may say what it waits for."""

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...terminal import inert
+from ...text.inert import inert
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -18,7 +18,7 @@ from ...llm import describe_error, list_models
 from ...providers import start_server
 from ...providers.lifecycle import ServerStart
 from ...providers.ollama import OLLAMA, address, installed_models
-from ...terminal import inert
+from ...text.inert import inert
 
 SHOWN = 200  # a provider like OpenRouter serves hundreds: filter rather than scroll
 

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...terminal import inert
+from ...text.inert import inert
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer

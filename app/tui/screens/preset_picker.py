@@ -25,7 +25,7 @@ from ...config.adhoc import SELF_MOA_SAMPLES
 from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
 from ...providers.ollama import OLLAMA, not_pulled
-from ...terminal import inert
+from ...text.inert import inert
 
 MODEL_OPTION = "ollama-model:"  # option ids of Ollama's models; a preset's option id is its name
 

@@ -17,8 +17,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
-from ...terminal import inert
-from ...wording import plural
+from ...text.inert import inert
+from ...text.wording import plural
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer

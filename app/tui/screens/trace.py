@@ -26,8 +26,8 @@ from textual.widgets import DataTable, Static
 from ...config.pricing import format_cost
 from ...store import SessionStore, StoredTurn
 from ...store.traces import read_traces, trace_path
-from ...terminal import inert
-from ...wording import plural
+from ...text.inert import inert
+from ...text.wording import plural
 from ..widgets.reference_card import WORDS
 
 # A trace's time is rounded to the millisecond and a turn's start is not: a call that ended within a

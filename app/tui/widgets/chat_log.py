@@ -25,7 +25,7 @@ from textual.widgets import Static
 from ...config import Preset
 from ...session import Exchange
 from ...session.attachments import describe, split_attachments
-from ...terminal import inert
+from ...text.inert import inert
 from .reply import AssistantReply
 from .rows import RunScrollBar, repeated_line
 
@@ -184,8 +184,8 @@ def _recipe(widget: Widget) -> Callable[[], Widget] | None:
     """How to build `widget` again, or None if it cannot be."""
     if isinstance(widget, UserMessage):
         return partial(UserMessage, widget.text)
-    if isinstance(widget, Notice):
-        return partial(Notice, widget.message, widget.level)
+    if isinstance(widget, NoticeLine):
+        return partial(NoticeLine, widget.message, widget.level)
     if isinstance(widget, AssistantReply):
         return widget.recipe()
     return None
@@ -238,7 +238,7 @@ def shown_prompt(text: str) -> Content:
     return Content.assemble(inert(text[:cut]), "\n", (note, "italic $text-muted"))
 
 
-class Notice(Static):
+class NoticeLine(Static):
     """A note from moa-chat itself (not a model): start-up hints, warnings, the iteration cap."""
 
     def __init__(self, text: str, level: str = "info") -> None:

@@ -19,7 +19,7 @@ from ...config import Config, Preset
 from ...config.pricing import cost_label
 from ...providers import readiness
 from ...session import UsageLedger
-from ...terminal import inert
+from ...text.inert import inert
 
 GAP = 2  # columns between the left part and the totals, at least
 

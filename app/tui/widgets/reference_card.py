@@ -25,7 +25,7 @@ from ...engine import (
     clock,
 )
 from ...engine.events import TAIL_CHARACTERS
-from ...terminal import inert
+from ...text.inert import inert
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 GLYPHS = {

@@ -22,8 +22,8 @@ from textual.widgets import Static
 
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
-from ...terminal import inert
-from ...wording import plural
+from ...text.inert import inert
+from ...text.wording import plural
 from .rows import repeated_line
 from .tool_block import ToolBlock
 

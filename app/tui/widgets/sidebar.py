@@ -11,7 +11,7 @@ from ...config import Config, Preset
 from ...engine.panel import panel
 from ...providers import missing_keys
 from ...session import UsageLedger
-from ...wording import plural
+from ...text.wording import plural
 from .reference_card import ReferenceCard
 
 

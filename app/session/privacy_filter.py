@@ -1,5 +1,5 @@
 """`privacy_filter:` applied where it belongs: `display` to what the chat shows and traces keep, `full`
-also to what the models receive (the patterns themselves live in moa_chat.privacy)."""
+also to what the models receive (the patterns themselves live in moa_chat.text.redaction)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import Config
 from ..engine.events import ReplyDelta
-from ..privacy import apply
+from ..text.redaction import apply
 
 
 def privacy_scrub(config: Config, *, for_models: bool) -> Callable[[str], str] | None:

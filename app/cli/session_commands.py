@@ -10,8 +10,8 @@ from typing import TextIO
 from ..config.pricing import format_cost
 from ..store import SessionStore
 from ..store.export import as_json, as_markdown
-from ..terminal import inert, inert_json
-from ..wording import plural
+from ..text.inert import inert, inert_json
+from ..text.wording import plural
 from .exit_codes import EXIT_OK
 
 
