@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import threading
 from typing import Any
@@ -50,10 +51,11 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not args.quiet:
         refs = len(panel(preset))
         seats = "solo, no references" if args.solo else plural(refs, "reference")
-        print(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}", file=sys.stderr)
+        # Names from the config are made inert like every other line: a model name may hold escapes.
+        print(inert(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}"), file=sys.stderr)
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
-            print(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})", file=sys.stderr)
+            print(inert(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})"), file=sys.stderr)
     progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
@@ -104,6 +106,16 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
     return session
 
 
+class _Signalled(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(signal.Signals(number).name)
+        self.number = number
+
+
+def _interrupt(number: int, _frame: object) -> None:
+    raise _Signalled(number)
+
+
 def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *, solo: bool = False) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     cancel = CancelToken()
@@ -119,13 +131,27 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *
             done.set()
 
     threading.Thread(target=work, name="moa-ask-turn", daemon=True).start()
+    signalled: int | None = None
+    # SIGTERM and SIGHUP (the terminal closed) end the turn as Ctrl-C does: cancelled, its commands and MCP
+    # servers stopped, the stored turn marked interrupted; the default action would kill the process and
+    # leave a running command orphaned.
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         while not done.wait(0.1):
             pass
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Signalled) as stop:
+        signalled = stop.number if isinstance(stop, _Signalled) else None
         cancel.cancel()
-        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+        with contextlib.suppress(KeyboardInterrupt, _Signalled):  # a second one: stop waiting
             done.wait(10)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if signalled is not None:
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            progress.end_line()
+            print(f"moa-chat: stopped by {signal.Signals(signalled).name}; the turn was cancelled", file=sys.stderr)
+        raise SystemExit(128 + signalled)
     if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
         progress.end_line()
         print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)
