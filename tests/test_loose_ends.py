@@ -230,3 +230,20 @@ def test_ask_into_a_reader_that_leaves_cancels_the_turn_and_exits_141_quietly(wi
     assert process.returncode == 141, err
     assert "Traceback" not in err and "error" not in err
     assert llm_server.requests_for("agg")[-1].disconnected  # the stream was closed, not read to its end
+
+
+def test_the_chat_without_a_terminal_says_so_instead_of_running_unreachable(home):
+    """`moa-chat < /dev/null > log` (a cron job, a CI step): no keyboard to quit it and SIGTERM went unheard,
+    so it ran until killed. It refuses at once, naming what to use instead."""
+    result = subprocess.run(
+        [sys.executable, "-m", "moa_chat", "--preset", "demo"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"},
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "moa-chat: error: the chat needs a terminal: stdin and stdout must be one; in a script, use `moa-chat ask`\n"
+    )

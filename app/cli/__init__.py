@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,9 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         session, notice = _tui_session(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
         return _usage_error(exc)
+    if not _has_a_terminal():  # checked after the config and the session: their errors say more
+        return _usage_error("the chat needs a terminal: stdin and stdout must be one; in a script, use `moa-chat ask`")
     from ..tui.app import run_app
 
     return run_app(config, session, notice=notice)
+
+
+def _has_a_terminal() -> bool:
+    """Whether the chat has a screen and a keyboard: a terminal, or the browser's (textual-serve's web driver)."""
+    return bool(os.environ.get("TEXTUAL_DRIVER")) or (sys.stdin.isatty() and sys.stdout.isatty())
 
 
 def _stored_sessions(args: argparse.Namespace) -> int:
