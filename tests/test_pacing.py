@@ -11,7 +11,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Static
-from textual_private import paint_due, stop_update_timer
+from textual_private import paint_due, stop_update_timer, timer_tick
 
 
 class Paced(PromptlyPainted[None]):
@@ -89,3 +89,20 @@ async def test_otherwise_the_timer_paints() -> None:
         screen.uncapped = True
         screen.on_idle(events.Idle())
         assert not paint_due(screen)
+
+
+async def test_a_tick_dropped_during_a_batch_update_is_paid_when_the_batch_ends() -> None:
+    app = PacedApp()
+    async with app.run_test(size=(40, 5)) as pilot:
+        screen = await _stopped_timer(app, pilot)
+        with app.batch_update():
+            _change(app, screen, "mounted in a batch")
+            timer_tick(screen)  # Textual paints nothing inside the batch
+            assert paint_due(screen) and screen.tick_owed
+            screen.on_idle(events.Idle())
+            assert paint_due(screen), "painted inside the batch"
+        screen.on_idle(events.Idle())
+        assert not paint_due(screen) and not screen.tick_owed
+        _change(app, screen, "later")
+        screen.on_idle(events.Idle())
+        assert paint_due(screen), "the owed tick is paid once, then the timer paces again"

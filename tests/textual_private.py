@@ -37,3 +37,9 @@ def paint_due(screen: Screen[Any]) -> bool:
         or screen._dirty_widgets
         or screen._recompose_required
     )
+
+
+def timer_tick(screen: Screen[Any]) -> None:
+    """What the screen's update timer does at a tick (`Screen._on_timer_update`): lay out and paint, or, during
+    an App.batch_update, nothing."""
+    screen._on_timer_update()

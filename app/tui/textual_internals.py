@@ -15,10 +15,13 @@ public equivalent and something a user would miss without it:
    reported as a typo and dropped.
 3. `textual.keys._character_to_key` (`character_to_key`): the name Textual gives a character in a key event
    ("?" → "question_mark"), so that a `keymap:` entry is checked against the names Textual really reports.
-4. `Screen._on_timer_update`, the update timer's callback (layout, then paint), called by `paint_now`, with
-   the flags Textual's own idle handler reads to decide that a paint is due and `App._batch_count`. Textual
-   paints only at its timer's ticks; a reply's drain waits for each batch's frame, and with a tick's wait on
-   each, a fast reply's backlog took markedly longer to show (bench/stream_render.py, tui/pacing.py).
+4. `Screen._on_timer_update`, the update timer's callback (layout, then paint): called by `paint_now`, with
+   the flags Textual's own idle handler reads to decide that a paint is due, and extended by
+   `OwedTickScreen` to note a tick Textual drops inside App.batch_update (`App._batch_count`). Textual
+   paints only at its timer's ticks. A reply's drain waits for each batch's frame, so a tick's wait on each
+   held a fast reply's backlog back for seconds; and a tick dropped while a streamed batch mounts its
+   blocks left that batch's frame to a later tick, so a fast reply began in frames far apart
+   (bench/stream_render.py; tui/pacing.py says when it paints).
 
 tests/test_textual_internals.py checks each of these still has the shape used here, and that no other module
 in app/ imports Textual's private modules (import-linter cannot name an external package's submodules).
@@ -29,7 +32,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Generator, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import events
 from textual._xterm_parser import XTermParser
@@ -37,6 +40,8 @@ from textual.keys import _character_to_key
 from textual.screen import Screen
 
 character_to_key: Callable[[str], str] = _character_to_key
+
+ResultType = TypeVar("ResultType")
 
 # The driver modules whose input thread builds an XTermParser. The inline driver keeps Textual's parser: it
 # does ask for the cursor's position.
@@ -130,3 +135,14 @@ def paint_now(screen: Screen[Any]) -> bool:
         return False
     screen._on_timer_update()
     return True
+
+
+class OwedTickScreen(Screen[ResultType]):
+    """A screen that knows when its update timer's last tick painted nothing because it came during an
+    App.batch_update (Textual drops such a tick and pauses the timer): `tick_owed`, until the next paint."""
+
+    tick_owed = False
+
+    def _on_timer_update(self) -> None:
+        self.tick_owed = bool(self.app._batch_count)
+        super()._on_timer_update()
