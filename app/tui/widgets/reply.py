@@ -37,9 +37,8 @@ class _Segment:
     """One run of streamed text between tool blocks (the reply's text from `start` on), and the task that hands
     it to its Markdown: whatever arrived since the last batch, one batch per frame, so the batch size follows
     how fast the screen keeps up (Textual's MarkdownStream appends back to back instead, and its batches grow
-    until each one re-lays out the whole reply). Between batches, the blocks the stream has left behind are
-    frozen (drawn to lines: tui/widgets/markdown.py), so that a batch costs the same at the end of a long reply
-    as at its start."""
+    until each one re-lays out the whole reply). The Markdown draws a finished block once (tui/widgets/markdown.py),
+    so that a batch costs the same at the end of a long reply as at its start."""
 
     def __init__(self, widget: ReplyMarkdown, start: int) -> None:
         self.widget = widget
