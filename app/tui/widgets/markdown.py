@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from markdown_it.token import Token
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.geometry import Region, Size
@@ -28,28 +25,20 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
-from .markdown_blocks import EMPTY, Line, Look, block_starts, draw, parser
+from .markdown_blocks import Look, parser
+from .reply_document import Document
 
 if TYPE_CHECKING:
     from textual.app import App
 
 __all__ = ["ReplyMarkdown", "batch_update", "learn_reply_styles", "parser", "warm_up_markdown"]
 
-GAP = Line(EMPTY, EMPTY)  # the blank line between two blocks
 STRIPS = 1_000  # lines kept as strips (those on screen, and a little more); past that the cache starts again
 # The languages models write code in most: `warm_up_markdown` loads their Pygments lexers off the UI thread.
 COMMON_LANGUAGES = (
     *("python", "bash", "shell", "javascript", "typescript", "json", "yaml", "toml", "sql", "html", "css"),
     *("rust", "go", "c", "cpp", "java", "diff"),
 )
-
-
-@dataclass
-class Block:
-    """A top-level block: its Markdown, and its tokens until it is first drawn (parsed again after that)."""
-
-    source: str
-    tokens: Sequence[Token] | None
 
 
 class ReplyMarkdown(Widget):
@@ -84,102 +73,57 @@ class ReplyMarkdown(Widget):
 
     def __init__(self, markdown: str | None = None, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._parser = parser()
-        self._reset(markdown or "")
-
-    def _reset(self, markdown: str) -> None:
-        self._source = ""
-        self._tail = ""  # the text from the growing block on: what a batch parses again
-        self._blocks: list[Block] = []  # the finished blocks
-        self._open: Sequence[Token] | None = None  # the growing block's tokens
-        self._open_lines: list[Line] | None = None  # and its lines, once drawn
-        self._sealed = False  # the stream ended: the growing block is a finished one
-        self._lines: list[Line] = []  # the finished blocks' lines, the gaps between them included
-        self._drawn = 0  # how many finished blocks those lines hold
-        self._drawn_for: tuple[int, Look, Style] | None = None
-        self._look: tuple[Look, Style] | None = None
-        self._strips: dict[int, Strip] = {}
-        if markdown:
-            self._take(markdown)
-            self._seal()
+        self.document = Document(markdown or "")
+        self.reply_look: tuple[Look, Style] | None = None  # the styles resolved for the current theme
+        self.strips: dict[int, Strip] = {}  # lines drawn as strips, by their y
 
     # ------------------------------------------------------------------ the text
 
     @property
     def source(self) -> str:
         """The Markdown shown."""
-        return self._source
+        return self.document.source
 
     async def update(self, markdown: str) -> None:
         """Show `markdown` instead."""
-        self._reset(markdown)
+        self.document = Document(markdown)
+        self.strips.clear()
         self.refresh(layout=True)
 
     async def stream(self, fragment: str) -> None:
         """Append `fragment` to the text: the finished blocks it closes are drawn, the growing one drawn again."""
         if not fragment:
             return
-        height = self._height()
-        self._take(fragment)
-        self._changed(height)
+        height = self.document.height
+        self.document.take(fragment)
+        self.show_changes(height)
 
     async def end_stream(self) -> None:
         """No more text will come: the growing block is finished."""
-        height = self._height()
-        self._seal()
-        self._changed(height)
+        height = self.document.height
+        self.document.seal()
+        self.show_changes(height)
 
-    def _take(self, fragment: str) -> None:
-        if self._sealed:  # more text after the end: the last block grows again
-            self._sealed = False
-            if self._blocks:
-                last = self._blocks.pop()
-                self._drawn = min(self._drawn, len(self._blocks))
-                self._drawn_for = None  # its lines are among the finished ones: draw them all again
-                self._tail = last.source
-        self._source += fragment
-        self._tail += fragment
-        tokens = self._parser.parse(self._tail)
-        starts = block_starts(tokens)
-        if not starts:
-            self._open, self._open_lines = None, None
-            return
-        lines = self._tail.splitlines(keepends=True)
-        for start, following in itertools.pairwise(starts):
-            first, until = _first_line(tokens[start]), _first_line(tokens[following])
-            self._blocks.append(Block("".join(lines[first:until]), tokens[start:following]))
-        self._tail = "".join(lines[_first_line(tokens[starts[-1]]) :])
-        self._open, self._open_lines = tokens[starts[-1] :], None
-
-    def _seal(self) -> None:
-        if self._sealed:
-            return
-        self._sealed = True
-        if self._open is not None:
-            self._blocks.append(Block(self._tail, self._open))
-            self._open, self._open_lines = None, None
-            self._tail = ""
-
-    def _changed(self, height: int) -> None:
+    def show_changes(self, height: int) -> None:
         """Show what changed: a layout if the height did, else a repaint of the growing block's lines."""
         width = self.size.width
         if width <= 0:
             self.refresh(layout=True)
             return
-        done = len(self._lines)
-        self._ensure(width)
-        for y in [y for y in self._strips if y >= done]:
-            del self._strips[y]
-        if self._height() != height:
+        done = len(self.document.lines)
+        self.draw_lines(width)
+        for y in [y for y in self.strips if y >= done]:
+            del self.strips[y]
+        if self.document.height != height:
             self.refresh(layout=True)
         else:
             self.refresh(Region(0, done, width, max(height - done, 1)))
 
     # ------------------------------------------------------------------ drawing
 
-    def _resolved_look(self) -> tuple[Look, Style]:
+    def resolved_look(self) -> tuple[Look, Style]:
         """The styles blocks are drawn in, and the style under them, for the current theme."""
-        if self._look is None:
+        if self.reply_look is None:
             style = self.get_visual_style
 
             def part(name: str) -> Style:
@@ -190,79 +134,49 @@ class ReplyMarkdown(Widget):
                 (headings[0], headings[1], headings[2], headings[3], headings[4], headings[5]),
                 *(part(name) for name in ("code", "link", "quote", "bullet", "rule", "frame", "title", "header")),
             )
-            self._look = (look, self.visual_style)
-        return self._look
+            self.reply_look = (look, self.visual_style)
+        return self.reply_look
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._restyle()
+        self.restyle()
 
-    def _restyle(self) -> None:
+    def restyle(self) -> None:
         """Styles may have changed (a theme, a stylesheet): resolve them again; a change draws it all again."""
-        self._look = None
+        self.reply_look = None
         self.refresh()
 
     def on_mount(self) -> None:
         # A new theme's styles are applied a moment after it is chosen (App.refresh_css): look again after that.
-        self.watch(self.app, "theme", self._theme_chosen, init=False)
+        self.watch(self.app, "theme", self.theme_chosen, init=False)
 
-    def _theme_chosen(self) -> None:
-        self.call_after_refresh(self._restyle)
+    def theme_chosen(self) -> None:
+        self.call_after_refresh(self.restyle)
 
-    def _ensure(self, width: int) -> None:
-        """Lines for every block at `width`: the new finished blocks drawn, or all of them if the width or the
-        styles changed."""
-        look, base = self._resolved_look()
-        key = (width, look, base)
-        if key != self._drawn_for:
-            self._drawn_for, self._lines, self._drawn, self._open_lines = key, [], 0, None
-            self._strips.clear()
-        while self._drawn < len(self._blocks):
-            block = self._blocks[self._drawn]
-            tokens = block.tokens if block.tokens is not None else self._parser.parse(block.source)
-            block.tokens = None  # drawn: its tokens go (a new width parses its source again)
-            if self._lines:
-                self._lines.append(GAP)
-            starts = block_starts(tokens)
-            self._lines.extend(draw(tokens[starts[0] :] if starts else tokens, width, look) if tokens else [GAP])
-            self._drawn += 1
-        if self._open is not None and self._open_lines is None:
-            self._open_lines = draw(self._open, width, look)
-
-    def _height(self) -> int:
-        open_lines = self._open_lines or []
-        return len(self._lines) + len(open_lines) + (1 if self._lines and open_lines else 0)
-
-    def _line(self, y: int) -> Line | None:
-        lines = self._lines
-        if y < len(lines):
-            return lines[y]
-        y -= len(lines) + (1 if lines else 0)
-        open_lines = self._open_lines or []
-        return open_lines[y] if 0 <= y < len(open_lines) else (GAP if y == -1 else None)
-
-    def _all_lines(self) -> list[Line]:
-        open_lines = self._open_lines or []
-        return [*self._lines, *([GAP] if self._lines and open_lines else []), *open_lines]
+    def draw_lines(self, width: int) -> None:
+        """Lines for every block at `width` (see Document.ensure)."""
+        look, base = self.resolved_look()
+        if self.document.ensure(width, look, (look, base)):
+            self.strips.clear()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        self._ensure(width)
-        return self._height()
+        self.draw_lines(width)
+        return self.document.height
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        self._ensure(width)
-        strip = self._strips.get(y)
+        self.draw_lines(width)
+        strip = self.strips.get(y)
         if strip is None:
-            if len(self._strips) > STRIPS:
-                self._strips.clear()
-            strip = self._strips[y] = self._strip(y, width)
+            if len(self.strips) > STRIPS:
+                self.strips.clear()
+            strip = self.strips[y] = self.strip_at(y, width)
         return strip
 
-    def _strip(self, y: int, width: int) -> Strip:
+    def strip_at(self, y: int, width: int) -> Strip:
         """Line `y` as a strip: its body carries selection offsets, its decoration maps to the body's ends."""
-        line = self._line(y)
-        base = self._resolved_look()[1]
+        line = self.document.line(y)
+        base = self.resolved_look()[1]
         rich_base = base.rich_style
         if line is None:
             return Strip.blank(width, rich_base)
@@ -272,7 +186,7 @@ class ReplyMarkdown(Widget):
         span = selection.get_span(y) if selection is not None else None
         if span is not None:
             start, end = span
-            body = _selected(body, start, len(text) if end == -1 else end, self._selection_style())
+            body = _selected(body, start, len(text) if end == -1 else end, self.chosen_text_style())
         room = width - line.left.cell_length - line.right.cell_length - line.body.cell_length
         if room > 0 and not line.right:
             body.append(Segment(" " * room, rich_base))
@@ -281,7 +195,7 @@ class ReplyMarkdown(Widget):
         right = _pinned(line.right.render_segments(base), len(text), y)
         return Strip.join([left, body_strip, right]).crop_extend(0, width, rich_base)
 
-    def _selection_style(self) -> RichStyle:
+    def chosen_text_style(self) -> RichStyle:
         return Style.from_styles(self.screen.get_component_styles("screen--selection")).rich_style
 
     # ------------------------------------------------------------------ selection and links
@@ -289,10 +203,10 @@ class ReplyMarkdown(Widget):
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         """The selected text as written: a wrapped line joined again, decoration (bars, frames) left out."""
         if self.size.width > 0:
-            self._ensure(self.size.width)
+            self.draw_lines(self.size.width)
         copied: list[str] = []
         last = -2
-        for y, line in enumerate(self._all_lines()):
+        for y, line in enumerate(self.document.all_lines()):
             span = selection.get_span(y)
             if span is None:
                 continue
@@ -309,17 +223,12 @@ class ReplyMarkdown(Widget):
         return "\n".join(copied), "\n"
 
     def selection_updated(self, selection: Selection | None) -> None:
-        self._strips.clear()
+        self.strips.clear()
         self.refresh()
 
     def action_link(self, href: str) -> None:
         """A link's click: open it."""
         self.app.open_url(href)
-
-
-def _first_line(token: Token) -> int:
-    assert token.map is not None
-    return token.map[0]
 
 
 def _selected(segments: list[Segment], start: int, end: int, style: RichStyle) -> list[Segment]:
