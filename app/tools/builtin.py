@@ -335,7 +335,7 @@ class _Capture:
         return f"{head}\n… [{cut:,} bytes cut; {self.total:,} in all] …\n{tail}"
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except OSError:
