@@ -3,12 +3,31 @@ JSON with everything the store holds for it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-from .session_store import SessionStore, StoredTurn
+from .session_store import SessionStore, StoredTurn, SummaryJson
 
 
-def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:
+class TurnJson(TypedDict):
+    id: int
+    kind: str
+    user_message_id: int | None
+    preset: dict[str, Any]  # StoredTurn.preset_json
+    status: str
+    error: str | None
+    seconds: float | None
+    calls: list[dict[str, object]]  # each call's record, with the reference's full answer as "text"
+
+
+class SessionJson(TypedDict):
+    """Everything the store holds for a session: `moa-chat export --json`."""
+
+    session: SummaryJson
+    messages: list[dict[str, object]]  # the chat messages, each with its id, parent_id, turn_id and partial
+    turns: list[TurnJson]
+
+
+def as_json(store: SessionStore, session_id: str) -> SessionJson:
     summary = store.session(session_id)
     return {
         "session": summary.as_json(),
@@ -26,7 +45,7 @@ def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:
     }
 
 
-def _turn_json(turn: StoredTurn) -> dict[str, Any]:
+def _turn_json(turn: StoredTurn) -> TurnJson:
     return {
         "id": turn.id,
         "kind": turn.kind,
@@ -67,8 +86,9 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
             if message.content:
                 lines += [f"## moa-chat ({who})", "", message.content, ""]
             for tool_call in message.tool_calls or []:
-                function = tool_call.get("function") or {}
-                lines += [f"> tool call `{function.get('name')}` {function.get('arguments', '')}", ""]
+                function = tool_call.get("function")
+                name, arguments = (function.get("name"), function.get("arguments", "")) if function else (None, "")
+                lines += [f"> tool call `{name}` {arguments}", ""]
             if message.partial or (turn is not None and not turn.complete):
                 lines += [f"*This reply is incomplete ({turn.status if turn else 'partial'}).*", ""]
         elif message.role == "tool":

@@ -17,10 +17,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..config import Preset
 from ..engine.events import CallRecord
@@ -38,6 +38,31 @@ _SUMMARIES = """
 INCOMPLETE = ("running", "interrupted", "cancelled", "failed", "cut_off")
 
 
+class SummaryJson(TypedDict):
+    """A session summary as `moa-chat sessions --json` and the JSON export write it."""
+
+    id: str
+    title: str
+    created: str  # ISO 8601, UTC
+    updated: str
+    preset: str
+    turns: int
+    cost: float | None
+
+
+class FunctionCallJson(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+class ToolCallJson(TypedDict):
+    """A tool call as the chat completions API spells it in an assistant message."""
+
+    id: str
+    type: str
+    function: FunctionCallJson
+
+
 @dataclass(frozen=True)
 class SessionSummary:
     id: str
@@ -48,7 +73,7 @@ class SessionSummary:
     turns: int
     cost: float | None = None  # dollars, over the calls whose cost is known
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> SummaryJson:
         return {
             "id": self.id,
             "title": self.title,
@@ -67,13 +92,13 @@ class StoredMessage:
     turn_id: int | None
     role: str
     content: str
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallJson] | None = None
     tool_call_id: str | None = None
     partial: bool = False  # text saved while it streamed; the turn never finished it
 
-    def as_chat(self) -> dict[str, Any]:
+    def as_chat(self) -> dict[str, object]:
         """The message as a model receives it."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        message: dict[str, object] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         if self.tool_call_id:
@@ -94,6 +119,8 @@ class StoredTurn:
     user_message_id: int | None
     kind: str
     preset: str
+    # The preset as the turn ran it (dataclasses.asdict of a Preset): open, since turns saved by other
+    # versions hold other fields.
     preset_json: dict[str, Any]
     status: str
     error: str | None
@@ -157,7 +184,7 @@ class SessionStore:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
             return list(self._db.execute(sql, args))
 
@@ -176,7 +203,7 @@ class SessionStore:
     def sessions(self, query: str | None = None, limit: int = 500) -> list[SessionSummary]:
         """Newest first; `query` matches titles and message text (full-text search)."""
         sql = _SUMMARIES
-        args: tuple[Any, ...] = ()
+        args: tuple[object, ...] = ()
         if query and query.strip():
             sql += """
                 WHERE s.title LIKE ? ESCAPE '\\'
@@ -214,7 +241,7 @@ class SessionStore:
     # ------------------------------------------------------------------ messages
 
     def add_message(
-        self, session_id: str, message: dict[str, Any], *, parent_id: int | None, turn_id: int | None = None
+        self, session_id: str, message: Mapping[str, object], *, parent_id: int | None, turn_id: int | None = None
     ) -> int:
         """Append a message under `parent_id` and make it the session's head (committed on return)."""
         with self.transaction() as db:
@@ -224,7 +251,7 @@ class SessionStore:
         self,
         db: sqlite3.Connection,
         session_id: str,
-        message: dict[str, Any],
+        message: Mapping[str, object],
         parent_id: int | None,
         turn_id: int | None,
         partial: bool = False,
@@ -342,7 +369,7 @@ class SessionStore:
         status: str,
         error: str | None,
         seconds: float,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         calls: list[StoredCall],
         partial_id: int | None,
         solo: bool = False,
@@ -495,12 +522,12 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
     )
 
 
-def _preset_as_json(preset: Preset) -> dict[str, Any]:
+def _preset_as_json(preset: Preset) -> dict[str, object]:
     """The preset as it was for this turn: models and settings (never keys: a preset holds none)."""
     return dataclasses.asdict(preset)
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if content is None:
         return ""
     text = content if isinstance(content, str) else json.dumps(content)
