@@ -3,28 +3,8 @@ JSON with everything the store holds for it."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
-
-from .session_store import SessionStore, StoredTurn, SummaryJson
-
-
-class TurnJson(TypedDict):
-    id: int
-    kind: str
-    user_message_id: int | None
-    preset: dict[str, Any]  # StoredTurn.preset_json
-    status: str
-    error: str | None
-    seconds: float | None
-    calls: list[dict[str, object]]  # each call's record, with the reference's full answer as "text"
-
-
-class SessionJson(TypedDict):
-    """Everything the store holds for a session: `moa-chat export --json`."""
-
-    session: SummaryJson
-    messages: list[dict[str, object]]  # the chat messages, each with its id, parent_id, turn_id and partial
-    turns: list[TurnJson]
+from .json_shapes import SessionJson, TurnJson
+from .session_store import SessionStore, StoredTurn
 
 
 def as_json(store: SessionStore, session_id: str) -> SessionJson:

@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
 
 from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
 from .database import StoreError, connect, default_path
+from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
 TITLE_LENGTH = 60
 _SUMMARIES = """
@@ -36,31 +36,6 @@ _SUMMARIES = """
 """
 # A turn still "running" when its session is opened was cut short by a crash or a kill.
 INCOMPLETE = ("running", "interrupted", "cancelled", "failed", "cut_off")
-
-
-class SummaryJson(TypedDict):
-    """A session summary as `moa-chat sessions --json` and the JSON export write it."""
-
-    id: str
-    title: str
-    created: str  # ISO 8601, UTC
-    updated: str
-    preset: str
-    turns: int
-    cost: float | None
-
-
-class FunctionCallJson(TypedDict):
-    name: str
-    arguments: str  # JSON text, as the model wrote it
-
-
-class ToolCallJson(TypedDict):
-    """A tool call as the chat completions API spells it in an assistant message."""
-
-    id: str
-    type: str
-    function: FunctionCallJson
 
 
 @dataclass(frozen=True)
@@ -119,9 +94,7 @@ class StoredTurn:
     user_message_id: int | None
     kind: str
     preset: str
-    # The preset as the turn ran it (dataclasses.asdict of a Preset): open, since turns saved by other
-    # versions hold other fields.
-    preset_json: dict[str, Any]
+    preset_json: PresetJson  # the preset as the turn ran it
     status: str
     error: str | None
     started: float
@@ -523,7 +496,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
 
 
 def _preset_as_json(preset: Preset) -> dict[str, object]:
-    """The preset as it was for this turn: models and settings (never keys: a preset holds none)."""
+    """The preset as it was for this turn: models and settings (never keys: a preset holds none); read
+    back as a PresetJson."""
     return dataclasses.asdict(preset)
 
 
