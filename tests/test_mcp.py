@@ -57,7 +57,7 @@ def test_tools_are_discovered_prefixed_and_called_in_a_turn(home, llm_server, tm
                 Reply(text="2 + 40 = 42"),
             ],
         )
-        result = Turn(config, config.preset("wire"), tools=registry, approver=ApprovalPolicy(allow_all=True)).run(
+        result = Turn(config, config.preset("wire"), tools=registry, approval=ApprovalPolicy(allow_all=True)).run(
             [{"role": "user", "content": "add 2 and 40"}]
         )
         assert result.status == "ok" and result.text == "2 + 40 = 42"

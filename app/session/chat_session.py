@@ -46,7 +46,7 @@ class ChatSession:
         preset: Preset,
         *,
         workspace: Workspace | None = None,
-        ask: Approver | None = None,
+        approver: Approver | None = None,
         allow_all: bool = False,
         allow_local: bool = False,
         call: CallLLM = call_llm,
@@ -58,7 +58,7 @@ class ChatSession:
         self.messages: list[dict[str, Any]] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
-        self.approval = ApprovalPolicy(ask, allow_all=allow_all, allow_local=allow_local)
+        self.approval = ApprovalPolicy(approver, allow_all=allow_all, allow_local=allow_local)
         self.mcp = McpHub(config.mcp_servers)
         self._mcp_started = threading.Event()
         if not config.mcp_servers:
@@ -280,7 +280,7 @@ class ChatSession:
                     observer=observer,
                     cancel=cancel,
                     tools=tools,
-                    approver=self.approval,
+                    approval=self.approval,
                     call=self._call,
                     references=references,
                     system_prompt=self.system_prompt,

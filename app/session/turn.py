@@ -6,6 +6,7 @@ It runs on one thread (the caller's); the engine's reference pool lives inside e
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
 from ..engine.calls import CallLLM
 from ..engine.events import emit
 from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, call_llm, describe_error
-from ..tools import ApprovalRequest, Approver, Decision, ToolRegistry
+from ..tools import ApprovalPolicy, ApprovalRequest, Decision, ToolRegistry
 from .ledger import UsageLedger
 from .privacy_filter import privacy_scrub, scrub_messages
 from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
@@ -67,7 +68,7 @@ class Turn:
         observer: Observer | None = None,
         cancel: CancelToken | None = None,
         tools: ToolRegistry | None = None,
-        approver: Approver | None = None,
+        approval: ApprovalPolicy | None = None,
         max_iterations: int | None = None,
         call: CallLLM = call_llm,
         references: tuple[ReferenceFinished, ...] | None = None,
@@ -84,7 +85,7 @@ class Turn:
         self.observer = observer
         self.cancel = cancel or CancelToken()
         self.tools = tools
-        self.approver = approver
+        self.approval = approval
         self.max_iterations = max_iterations or preset.max_iterations or config.max_iterations
         self.ledger = UsageLedger()
         self._call = call
@@ -250,12 +251,13 @@ class Turn:
         if reason is not None:
             report("awaiting_approval")
             decision: Decision = "deny"
-            if self.approver is not None:
+            if self.approval is not None:
                 preview = tool.preview(arguments) or reason or None
                 request = ApprovalRequest(
                     call.id, call.name, arguments, preview, kind="reach" if tool.read_only else "change"
                 )
-                decision = self.approver(request)
+                with contextlib.suppress(Cancelled):  # withdrawn: the cancel is reported just below
+                    decision = self.approval.decide(request, self.cancel)
             if self.cancel.cancelled:
                 report("cancelled", CANCELLED)
                 return CANCELLED
