@@ -3,12 +3,11 @@ JSON with everything the store holds for it."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from .json_shapes import SessionJson, TurnJson
 from .session_store import SessionStore, StoredTurn
 
 
-def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:
+def as_json(store: SessionStore, session_id: str) -> SessionJson:
     summary = store.session(session_id)
     return {
         "session": summary.as_json(),
@@ -26,7 +25,7 @@ def as_json(store: SessionStore, session_id: str) -> dict[str, Any]:
     }
 
 
-def _turn_json(turn: StoredTurn) -> dict[str, Any]:
+def _turn_json(turn: StoredTurn) -> TurnJson:
     return {
         "id": turn.id,
         "kind": turn.kind,
@@ -67,8 +66,9 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
             if message.content:
                 lines += [f"## moa-chat ({who})", "", message.content, ""]
             for tool_call in message.tool_calls or []:
-                function = tool_call.get("function") or {}
-                lines += [f"> tool call `{function.get('name')}` {function.get('arguments', '')}", ""]
+                function = tool_call.get("function")
+                name, arguments = (function.get("name"), function.get("arguments", "")) if function else (None, "")
+                lines += [f"> tool call `{name}` {arguments}", ""]
             if message.partial or (turn is not None and not turn.complete):
                 lines += [f"*This reply is incomplete ({turn.status if turn else 'partial'}).*", ""]
         elif message.role == "tool":
