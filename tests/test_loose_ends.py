@@ -248,3 +248,17 @@ def test_the_chat_without_a_terminal_says_so_instead_of_running_unreachable(home
     assert result.stderr == (
         "moa-chat: error: the chat needs a terminal: stdin and stdout must be one; in a script, use `moa-chat ask`\n"
     )
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["ask", "-c", "and then?"], ["export", "ID"]])
+def test_a_damaged_database_is_one_clear_line_everywhere_and_is_never_written(home, capsys, command):
+    sid = stored_session()
+    path = default_path()
+    damage(path)
+    before = path.read_bytes()
+    code = main([sid if part == "ID" else part for part in command])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"moa-chat: error: the session database {path} is damaged") and err.count("\n") == 1
+    assert "moa-chat doctor" in err
+    assert path.read_bytes() == before

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
-from .database import StoreError, connect, default_path
+from .database import StoreError, connect, damaged, default_path
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
 TITLE_LENGTH = 60
@@ -138,6 +138,10 @@ class SessionStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+            except sqlite3.DatabaseError as exc:
+                self._rollback()
+                self._raise_if_damaged(exc)
+                raise
             except BaseException:
                 self._rollback()
                 raise
@@ -159,7 +163,16 @@ class SessionStore:
 
     def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return list(self._db.execute(sql, args))
+            try:
+                return list(self._db.execute(sql, args))
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
+
+    def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
+        error = damaged(self.file, exc)
+        if error is not None:
+            raise error from exc
 
     # ------------------------------------------------------------------ sessions
 
