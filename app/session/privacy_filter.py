@@ -4,11 +4,12 @@ also to what the models receive (the patterns themselves live in moa_chat.text.r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from ..config import Config
 from ..engine.events import ReplyDelta
+from ..llm.messages import Content, ContentPart, Message, ToolCallPart
 from ..text.redaction import apply
 
 
@@ -20,30 +21,45 @@ def privacy_scrub(config: Config, *, for_models: bool) -> Callable[[str], str] |
     return lambda text: apply(mode, text, for_models=for_models)
 
 
-def scrub_messages(messages: list[dict[str, Any]], scrub: Callable[[str], str]) -> list[dict[str, Any]]:
+def scrub_messages(messages: Sequence[Message], scrub: Callable[[str], str]) -> list[Message]:
     """Messages with their text redacted (string content and text parts; tool-call arguments too)."""
-    out = []
-    for message in messages:
-        copy = dict(message)
-        content = copy.get("content")
-        if isinstance(content, str):
-            copy["content"] = scrub(content)
-        elif isinstance(content, list):
-            copy["content"] = [
-                {**part, "text": scrub(part["text"])}
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-                else part
-                for part in content
-            ]
-        if copy.get("tool_calls"):
-            copy["tool_calls"] = [
-                {**call, "function": {**call["function"], "arguments": scrub(call["function"].get("arguments", ""))}}
-                if isinstance(call.get("function"), dict)
-                else call
-                for call in copy["tool_calls"]
-            ]
-        out.append(copy)
-    return out
+    return [_scrubbed_message(message, scrub) for message in messages]
+
+
+def _scrubbed_message(message: Message, scrub: Callable[[str], str]) -> Message:
+    if message["role"] == "assistant":
+        reply = message.copy()
+        if isinstance(reply["content"], str):
+            reply["content"] = scrub(reply["content"])
+        if reply.get("tool_calls"):
+            reply["tool_calls"] = [_scrubbed_call(call, scrub) for call in reply["tool_calls"]]
+        return reply
+    copy = message.copy()
+    copy["content"] = _scrubbed_content(copy["content"], scrub)
+    return copy
+
+
+def _scrubbed_content(content: Content, scrub: Callable[[str], str]) -> Content:
+    if isinstance(content, str):
+        return scrub(content)
+    if isinstance(content, list):
+        return [_scrubbed_part(part, scrub) for part in content]
+    return content
+
+
+def _scrubbed_part(part: ContentPart, scrub: Callable[[str], str]) -> ContentPart:
+    text = part.get("text") if isinstance(part, dict) else None
+    if not isinstance(text, str):
+        return part
+    # Other keys a provider reads (cache_control) stay; only the text changes, so the part keeps its type.
+    return cast(ContentPart, {**part, "text": scrub(text)})
+
+
+def _scrubbed_call(call: ToolCallPart, scrub: Callable[[str], str]) -> ToolCallPart:
+    function = call.get("function")
+    if not isinstance(function, dict):
+        return call
+    return {**call, "function": {**function, "arguments": scrub(function.get("arguments", ""))}}
 
 
 class DisplayScrub:
