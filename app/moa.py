@@ -13,6 +13,7 @@ from typing import Any
 
 from .config import Config, Preset, load_config
 from .engine import CancelToken, EngineObserver, MoAEngine, ReferenceFinished
+from .engine.privacy import model_filter
 from .llm import ChatRequest, Timeout, call_llm
 from .llm.messages import Message, StreamOptions, ToolSpec
 from .providers import choose_start
@@ -53,7 +54,8 @@ class MoAChatCompletions:
 
     def _engine_for(self, cancel: CancelToken | None, observer: EngineObserver | None) -> MoAEngine:
         if self._engine is None:
-            self._engine = MoAEngine(self.config, self.preset, call=_call_llm)
+            # The engine the chat runs, with the config's privacy filter on what leaves the machine.
+            self._engine = MoAEngine(self.config, self.preset, call=_call_llm, message_filter=model_filter(self.config))
         # Each call may bring its own cancel token and observer; the guidance it reuses stays.
         self._engine.cancel = cancel or CancelToken()
         self._engine.observer = observer

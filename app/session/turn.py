@@ -14,8 +14,9 @@ from typing import Literal, cast
 
 from ..config import Config, Preset
 from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
-from ..engine.calls import MessageFilter, Tracer
+from ..engine.calls import Tracer
 from ..engine.events import emit
+from ..engine.privacy import model_filter
 from ..llm import (
     CallLLM,
     CutOff,
@@ -30,7 +31,6 @@ from ..llm import (
 from ..llm.messages import Message, ToolMessage, ToolSpec, assistant, system, tool_result
 from ..tools import ApprovalPolicy, ApprovalRequest, Decision, ToolRegistry
 from .ledger import UsageLedger
-from .privacy_filter import privacy_scrub, scrub_messages
 from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
 
 TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
@@ -118,7 +118,7 @@ class Turn:
             solo=self.solo,
             rng=self._rng,
             tracer=self._tracer,
-            message_filter=_message_filter(self.config),
+            message_filter=model_filter(self.config),
         )
         conversation = list(messages)
         if self.system_prompt and not (conversation and conversation[0]["role"] == "system"):
@@ -300,10 +300,3 @@ def _tool_specs(tools: ToolRegistry | None) -> list[ToolSpec] | None:
         return None
     # The registry writes each schema in the function-tool form (tools.registry.Tool.schema).
     return cast(list[ToolSpec], tools.schemas()) or None
-
-
-def _message_filter(config: Config) -> MessageFilter | None:
-    scrub = privacy_scrub(config, for_models=True)
-    if scrub is None:
-        return None
-    return lambda messages: scrub_messages(messages, scrub)
