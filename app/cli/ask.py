@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import sys
 import threading
-from typing import Any
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
@@ -133,7 +132,7 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *
     return box["result"]
 
 
-def _as_json(preset: Preset, result: TurnResult) -> dict[str, Any]:
+def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
     references = [
         {
             "index": r.index,

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar, cast
 
 from ..engine.events import ReplyDelta
 from ..engine.privacy import privacy_scrub as privacy_scrub  # where the chat and `ask` find it
+from .turn_events import Event, Observer
+
+T = TypeVar("T")
 
 
 class DisplayScrub:
@@ -19,11 +22,11 @@ class DisplayScrub:
     two deltas is still seen whole (a key, an address or a token has no spaces); a private-key block is held
     until its END line."""
 
-    def __init__(self, observer: Callable[[Any], None], scrub: Callable[[str], str]) -> None:
+    def __init__(self, observer: Observer, scrub: Callable[[str], str]) -> None:
         self._observer, self._scrub = observer, scrub
         self._held = ""
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         if isinstance(event, ReplyDelta):
             self._held += event.text
             cut = max(self._held.rfind(" "), self._held.rfind("\n"), self._held.rfind("\t"))
@@ -42,15 +45,15 @@ class DisplayScrub:
             self._observer(ReplyDelta(self._scrub(held)))
 
 
-def scrubbed_event(event: Any, scrub: Callable[[str], str]) -> Any:
+def scrubbed_event(event: T, scrub: Callable[[str], str]) -> T:
     """`event` with its text fields redacted (a frozen dataclass: a copy)."""
     if not dataclasses.is_dataclass(event) or isinstance(event, type):
         return event
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for field in dataclasses.fields(event):
         value = getattr(event, field.name)
         if isinstance(value, str) and value:
             changes[field.name] = scrub(value)
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             changes[field.name] = scrubbed_event(value, scrub)
-    return dataclasses.replace(event, **changes) if changes else event
+    return cast(T, dataclasses.replace(event, **changes)) if changes else event
