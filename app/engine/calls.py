@@ -1,5 +1,6 @@
-"""One model call, references and aggregator alike: the request, the one loop that reads its answer, its
-timings, and the ledger record it leaves.
+"""One model call, references and aggregator alike: the request (`slot_request`, the one place a
+`ChatRequest` is built from a preset's slot), the one loop that reads its answer, its timings, and the ledger
+record it leaves.
 
 Reading goes through `CancelToken`: the request runs so that a cancel returns at once (even before the
 first byte), and the open stream is closed on cancel so a blocked read ends immediately.
@@ -204,7 +205,7 @@ class ModelCall:
     # ------------------------------------------------------------------ the request
 
     def open(self) -> object:
-        """Send the request; returns what `call_llm` returned (a raw stream, or a complete response)."""
+        """Send the request; returns what the `CallLLM` returned (a raw stream, or a complete response)."""
         self.attempts += 1
         self._expired = None
         self._response = None
@@ -234,7 +235,7 @@ class ModelCall:
             raise
         finally:
             if on_sent is not None:
-                on_sent()  # a substituted call_llm, or one that failed before its request left
+                on_sent()  # an injected CallLLM that reaches no wire, or one that failed before its request left
         if is_complete_response(self._response):
             self._stop_watch()  # nothing left to wait for
         else:
@@ -309,7 +310,7 @@ class ModelCall:
 
     def _read(self, on_text: Callable[[str], None], abandoned: Callable[[], bool]) -> None:
         response = self._response
-        if is_complete_response(response):  # a server (or a substituted call_llm) that answers in one piece
+        if is_complete_response(response):  # a server (or an injected CallLLM) that answers in one piece
             self._text(self.assembler.feed_response(response), on_text)
             return
         if response is None or not hasattr(response, "__iter__"):

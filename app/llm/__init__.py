@@ -135,7 +135,7 @@ def call_llm(
     return call_llm_request(request)
 
 
-def call_llm_request(request: ChatRequest) -> Any:
+def call_llm_request(request: ChatRequest) -> object:
     """Send `request` (a `CallLLM`); with `request.stream` the SDK's raw stream, else a validated complete
     response. A provider's refusal or a network fault raises LLMCallError naming the provider and model."""
     import openai  # on first use, not at start-up (see clients.warm_up)
