@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         gc.enable()
     if args.command == "doctor":
         return _doctor(args.config)
+    if args.command in ("sessions", "export"):
+        # The store alone: a config with a typo never locks anyone out of what was said.
+        return _stored_sessions(args)
     try:
         config = load_config(args.config)
         if args.command == "presets":
@@ -136,17 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         return _usage_error(exc)
     # Only what follows talks to providers or the store: their imports (the openai SDK above all, half a
     # second) are paid here, so `presets` and `--help` start at once.
-    from ..store import SessionStore, StoreError
+    from ..store import StoreError
 
     try:
-        if args.command == "sessions":
-            from .session_commands import list_sessions
-
-            return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
-        if args.command == "export":
-            from .session_commands import export_session
-
-            return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
         if args.aggregator or args.reference:
             adhoc = adhoc_preset(config, choice.preset, aggregator=args.aggregator, references=args.reference or ())
@@ -168,6 +163,22 @@ def main(argv: list[str] | None = None) -> int:
     return run_app(config, session, notice=notice)
 
 
+def _stored_sessions(args: argparse.Namespace) -> int:
+    """`sessions` and `export`: they read the store and need no config."""
+    from ..store import SessionStore, StoreError
+    from .session_commands import export_session, list_sessions
+
+    if getattr(args, "session", None):
+        where = "give the id as export's argument" if args.command == "export" else "it lists every session"
+        return _usage_error(f"--session is for the chat and `ask`; `{args.command}` does not take it ({where})")
+    try:
+        if args.command == "sessions":
+            return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
+        return export_session(SessionStore(), args.id, args.format, args.output)
+    except StoreError as exc:
+        return _usage_error(exc)
+
+
 def _doctor(config_path: Path | None) -> int:
     """`moa-chat doctor` loads the config itself: a broken one is its first finding, not a usage error."""
     from .doctor import doctor
@@ -178,7 +189,7 @@ def _doctor(config_path: Path | None) -> int:
         return _usage_error(exc)
 
 
-def _usage_error(exc: Exception) -> int:
+def _usage_error(exc: Exception | str) -> int:
     print(f"moa-chat: error: {exc}", file=sys.stderr)
     return EXIT_USAGE
 

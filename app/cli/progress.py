@@ -78,6 +78,8 @@ class Progress:
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None
+            if not event.references_total:  # solo: no panel to count
+                return f"  → {event.label} writing (solo)"
             answered = f"{event.references_ok}/{plural(event.references_total, 'reference')} answered"
             return f"  → {event.label} writing ({answered})"
         if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):
