@@ -17,6 +17,7 @@ from .model import (
     DEFAULT_MAX_ITERATIONS,
     NETWORK_KEYS,
     PRIVACY_MODES,
+    TOOL_ENV_POLICIES,
     Config,
     ConfigError,
     McpServerConfig,
@@ -34,6 +35,7 @@ TOP_LEVEL_KEYS = (
     "tools",
     "max_iterations",
     "mcp_servers",
+    "tool_env",
     "tool_env_allow",
     "network",
     "system_prompt",
@@ -156,6 +158,9 @@ def build_config(raw: object, path: Path) -> Config:
     if not isinstance(tool_env_allow, list) or not all(isinstance(v, str) for v in tool_env_allow):
         raise check.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
     max_iterations = check.whole_number_or(DEFAULT_MAX_ITERATIONS, raw_max_iterations, raw, "max_iterations")
+    tool_env = choice(raw.get("tool_env", "core"), TOOL_ENV_POLICIES)
+    if tool_env is None:
+        raise check.error(raw, "tool_env must be `core` (a fixed set plus tool_env_allow) or `all`", "tool_env")
 
     system_prompt = parse_system_prompt(raw, check, "config.yaml")
     pricing = parse_pricing(raw.get("pricing"), check, raw)
@@ -188,6 +193,7 @@ def build_config(raw: object, path: Path) -> Config:
         tools=tools,
         mcp_servers=mcp_servers,
         max_iterations=max_iterations,
+        tool_env=tool_env,
         tool_env_allow=tuple(str(name) for name in tool_env_allow),
         problems=problems,
         network=network,

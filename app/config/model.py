@@ -15,6 +15,8 @@ DEFAULT_MAX_ITERATIONS = 10
 FanoutMode = Literal["user_turn", "per_iteration"]
 FANOUT_MODES: tuple[FanoutMode, ...] = get_args(FanoutMode)
 PrivacyMode = Literal["off", "display", "full"]
+ToolEnvPolicy = Literal["core", "all"]
+TOOL_ENV_POLICIES: tuple[ToolEnvPolicy, ...] = get_args(ToolEnvPolicy)
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
 BUNDLED_PREFIX = "presets/"
 
@@ -151,7 +153,9 @@ class Config:
     tools: tuple[str, ...] | None = None  # None: the built-in default set
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
-    # Secret-looking variables that commands run by tools may still see (all others are withheld).
+    # What commands run by tools and MCP servers inherit: `core` (a fixed set plus tool_env_allow) or `all`
+    # (everything but the providers' keys); tools/environment.py.
+    tool_env: ToolEnvPolicy = "core"
     tool_env_allow: tuple[str, ...] = ()
     # Presets that cannot run as written (an unknown provider), with the error that says where.
     problems: dict[str, ConfigError] = field(default_factory=dict)

@@ -60,9 +60,10 @@ class ChatSession:
         self.system_prompt: str | None = None  # for this session only (ask --system); else the config's
         self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
-        self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
+        environment = tool_environment(config)
+        self.workspace = workspace or Workspace(Path.cwd(), environment=environment)
         self.approval = ApprovalPolicy(approver, allow_all=allow_all, allow_local=allow_local)
-        self.mcp = McpHub(config.mcp_servers)
+        self.mcp = McpHub(config.mcp_servers, environment)
         self._mcp_started = threading.Event()
         if not config.mcp_servers:
             self._mcp_started.set()

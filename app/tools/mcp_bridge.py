@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from ..config import McpServerConfig
@@ -67,8 +67,11 @@ def _unique(name: str, taken: set[str]) -> str:
 class McpServer:
     """One stdio server and its open session."""
 
-    def __init__(self, config: McpServerConfig, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, config: McpServerConfig, loop: asyncio.AbstractEventLoop, environment: Mapping[str, str] | None = None
+    ) -> None:
         self.config = config
+        self.environment = environment
         self._loop = loop
         self._session: ClientSession | None = None
         self._stopping = threading.Event()
@@ -105,12 +108,13 @@ class McpServer:
         import anyio
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
-        # The SDK passes servers a minimal environment (PATH, HOME, ...) plus `env:` from the config:
-        # provider keys in our environment never reach a server unless the user names them.
+        # A server gets what a command run by a tool gets (tools/environment.py: the `tool_env` policy; without
+        # one, the SDK's minimal PATH, HOME, …) plus its own `env:` from the config.
+        env = {**self.environment, **self.config.env} if self.environment is not None else dict(self.config.env)
         params = StdioServerParameters(
             command=self.config.command,
             args=list(self.config.args),
-            env=dict(self.config.env) or None,
+            env=env or None,
             cwd=self.config.cwd,
         )
         # Stopping cancels this scope, whether the session is up or still starting: the SDK's transport
@@ -249,8 +253,9 @@ class McpServer:
 class McpHub:
     """All configured MCP servers; `tools()` are the ones that started."""
 
-    def __init__(self, configs: dict[str, McpServerConfig]) -> None:
+    def __init__(self, configs: dict[str, McpServerConfig], environment: Mapping[str, str] | None = None) -> None:
         self.configs = configs
+        self.environment = environment  # what each server inherits, before its own `env:`
         self.servers: list[McpServer] = []
         self.failures: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -273,7 +278,7 @@ class McpHub:
             self._thread = threading.Thread(target=loop.run_forever, name="mcp", daemon=True)
             self._thread.start()
         for name, config in self.configs.items():
-            server = McpServer(config, loop)
+            server = McpServer(config, loop, self.environment)
             with self._lock:
                 if self._closed:
                     break
