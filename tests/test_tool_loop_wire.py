@@ -12,7 +12,7 @@ from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ToolCallEvent, Turn
 from moa_chat.tools import ToolRegistry, Workspace
-from moa_chat.tools.approval import ApprovalPolicy
+from moa_chat.tools.approval import Answering, ApprovalPolicy
 from moa_chat.tools.builtin import builtin_tools
 
 ASK = [{"role": "user", "content": "What does README.md say?"}]
@@ -36,12 +36,12 @@ def call(name, arguments, id=None):
     return ScriptedToolCall(name, json.dumps(arguments) if not isinstance(arguments, str) else arguments, id=id)
 
 
-def turn(config, registry, *, approver=None, observer=None, cancel=None, preset="wire"):
+def turn(config, registry, *, approval=None, observer=None, cancel=None, preset="wire"):
     return Turn(
         config,
         config.preset(preset),
         tools=registry,
-        approver=approver or ApprovalPolicy(),
+        approval=approval or ApprovalPolicy(),
         observer=observer,
         cancel=cancel,
     )
@@ -164,7 +164,7 @@ def test_a_changing_tool_asks_first_and_a_denial_reaches_the_model(wire_config, 
         return "deny"
 
     events = []
-    turn(config, registry, approver=ApprovalPolicy(deny), observer=events.append).run(ASK)
+    turn(config, registry, approval=ApprovalPolicy(Answering(deny)), observer=events.append).run(ASK)
     assert workspace.root.joinpath("README.md").read_text().startswith("# Wire test")
     [request] = asked
     assert request.tool == "write_file" and request.arguments["path"] == "README.md"
@@ -186,8 +186,8 @@ def test_allow_for_the_session_asks_only_once(wire_config, llm_server, registry,
         ],
     )
     asked = []
-    policy = ApprovalPolicy(lambda request: asked.append(request) or "allow_always")
-    turn(config, registry, approver=policy).run(ASK)
+    policy = ApprovalPolicy(Answering(lambda request: asked.append(request) or "allow_always"))
+    turn(config, registry, approval=policy).run(ASK)
     assert len(asked) == 1 and workspace.root.joinpath("out.txt").read_text() == "x"
 
 
@@ -198,7 +198,7 @@ def test_reading_tools_never_ask(wire_config, llm_server, registry):
     def never(request):
         raise AssertionError("read-only tools must not ask")
 
-    assert turn(config, registry, approver=ApprovalPolicy(never)).run(ASK).status == "ok"
+    assert turn(config, registry, approval=ApprovalPolicy(Answering(never))).run(ASK).status == "ok"
 
 
 def test_a_path_outside_the_working_directory_is_refused(wire_config, llm_server, registry):
@@ -265,7 +265,7 @@ def test_escape_interrupts_a_running_tool(wire_config, llm_server, registry):
     worker = threading.Thread(
         target=lambda: box.setdefault(
             "result",
-            turn(config, registry, approver=ApprovalPolicy(allow_all=True), observer=observer, cancel=cancel).run(ASK),
+            turn(config, registry, approval=ApprovalPolicy(allow_all=True), observer=observer, cancel=cancel).run(ASK),
         )
     )
     worker.start()
@@ -290,7 +290,7 @@ def test_a_tool_that_breaks_is_an_error_result_not_a_broken_turn(wire_config, ll
     parser's depth: the model hears about it and the conversation stays valid."""
     config = wire_config()
     llm_server.script("agg", [Reply(tool_calls=[call("write_file", arguments, id="w")]), Reply(text="noted")])
-    result = turn(config, registry, approver=ApprovalPolicy(allow_all=True)).run(ASK)
+    result = turn(config, registry, approval=ApprovalPolicy(allow_all=True)).run(ASK)
     assert result.status == "ok" and result.text == "noted"
     tool_message = next(m for m in result.new_messages if m["role"] == "tool")
     assert tool_message["tool_call_id"] == "w" and tool_message["content"].startswith("error: ")
@@ -303,7 +303,7 @@ def test_an_approver_that_fails_denies_nothing_silently_and_keeps_the_turn(wire_
     config = wire_config()
     write = {"path": "out.txt", "content": "x"}
     llm_server.script("agg", [Reply(tool_calls=[call("write_file", write, id="w")]), Reply(text="ok")])
-    result = turn(config, registry, approver=broken).run(ASK)
+    result = turn(config, registry, approval=ApprovalPolicy(Answering(broken))).run(ASK)
     assert result.status == "ok"
     assert {
         "role": "tool",
@@ -318,10 +318,42 @@ def test_fetching_a_local_address_asks_first_and_a_public_one_would_not(wire_con
     local = llm_server.base_url + "/models"  # 127.0.0.1: this machine
     llm_server.script("agg", [Reply(tool_calls=[call("fetch_url", {"url": local}, id="f")]), Reply(text="ok")])
     asked = []
-    result = turn(config, registry, approver=ApprovalPolicy(lambda r: asked.append(r) or "deny")).run(ASK)
+    result = turn(config, registry, approval=ApprovalPolicy(Answering(lambda r: asked.append(r) or "deny"))).run(ASK)
     assert [r.tool for r in asked] == ["fetch_url"]
     assert "local or private address (127.0.0.1)" in asked[0].preview
     assert {"role": "tool", "tool_call_id": "f", "content": "denied by the user"} in result.new_messages
     fetch = registry.get("fetch_url")
     assert fetch.approval_reason({"url": "http://10.1.2.3/"}) and fetch.approval_reason({"url": "http://[::1]/"})
     assert fetch.approval_reason({"url": "http://93.184.215.14/"}) is None  # a public address reads freely
+
+
+def test_a_cancel_withdraws_an_unanswered_approval_question(wire_config, llm_server, registry, workspace):
+    """The turn waits on the approver's future together with its cancel token: a cancel ends the wait at once,
+    cancels the future (so a dialog showing the question closes) and writes nothing."""
+    from concurrent.futures import Future
+
+    class Unanswered:
+        def __init__(self) -> None:
+            self.asked = threading.Event()
+            self.future: Future = Future()
+
+        def ask(self, request):
+            self.asked.set()
+            return self.future
+
+    config = wire_config()
+    llm_server.script("agg", [Reply(tool_calls=[call("write_file", {"path": "out.txt", "content": "x"}, id="w")])])
+    approver, cancel, box = Unanswered(), CancelToken(), {}
+    worker = threading.Thread(
+        target=lambda: box.setdefault(
+            "result", turn(config, registry, approval=ApprovalPolicy(approver), cancel=cancel).run(ASK)
+        )
+    )
+    worker.start()
+    assert approver.asked.wait(10)
+    cancel.cancel()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert approver.future.cancelled()
+    assert box["result"].status == "cancelled"
+    assert not workspace.root.joinpath("out.txt").exists()

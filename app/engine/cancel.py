@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TypeVar
 
 from . import threads
@@ -74,6 +75,18 @@ class CancelToken:
         """Wait `seconds`, or less with Cancelled if the token is cancelled meanwhile."""
         if self._event.wait(max(seconds, 0.0)):
             raise Cancelled()
+
+    def wait_for(self, future: Future[T]) -> T:
+        """`future`'s result, or Cancelled as soon as the token is cancelled; the future is then cancelled too,
+        which tells whoever was to answer it (a dialog) that nobody waits any more."""
+        woken = threading.Event()
+        future.add_done_callback(lambda _done: woken.set())
+        with contextlib.suppress(Cancelled), self.closing(woken.set):
+            woken.wait()
+        if self.cancelled:
+            future.cancel()
+            raise Cancelled()
+        return future.result()
 
     @contextlib.contextmanager
     def closing(self, close: Callable[[], object]) -> Iterator[None]:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
+from . import lifecycle
 from .endpoints import has_key, is_remote_keyed
 from .local import extra_installed
 
@@ -80,6 +81,9 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
     error, keyless references a warning."""
     if preset.name in config.problems and config.presets.get(preset.name) is preset:
         return str(config.problems[preset.name]), None
+    for name in _managed(config, preset):
+        if (why := lifecycle.unavailable(name)) is not None:
+            return f"preset {preset.name!r}: the {name} provider {why}", None
     missing = missing_keys(config, preset)
     aggregator = preset.aggregator
     if aggregator.provider in missing:
@@ -94,6 +98,13 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
         envs = ", ".join(sorted({missing[s.provider] for s in preset.references if s.provider in missing}))
         return None, f"{', '.join(refs)} will be skipped: set {envs} to include them"
     return None, None
+
+
+def _managed(config: Config, preset: Preset) -> list[str]:
+    """The preset's providers that moa-chat serves itself (a provider given a base_url is someone else's)."""
+    return sorted(
+        name for name in preset.providers if (spec := config.providers.get(name)) is not None and not spec.base_url
+    )
 
 
 @dataclass(frozen=True)

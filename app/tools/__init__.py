@@ -1,12 +1,13 @@
 """Tools the aggregator can call: the registry, the built-ins, MCP servers, selection and approval."""
 
-from .approval import ApprovalPolicy, ApprovalRequest, Approver, Decision
+from .approval import Answering, ApprovalPolicy, ApprovalRequest, Approver, Decision
 from .mcp_bridge import McpHub
 from .registry import Tool, ToolError, ToolRegistry
 from .selection import select_tools, tools_for
 from .workspace import Workspace
 
 __all__ = [
+    "Answering",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Approver",

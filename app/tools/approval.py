@@ -1,10 +1,18 @@
-"""Who says yes to a tool call that needs approval: the user (TUI modal), a flag (`ask --yes`), or no one."""
+"""Who says yes to a tool call that needs approval: the user (the chat's dialog), a flag (`ask --yes`), or no one.
+
+An `Approver` is handed to the session when it is built. Asking returns a future at once; the turn's thread
+waits on it together with the turn's cancel token, so a cancel withdraws the question (the future is cancelled,
+and a dialog showing it closes) without anything polling.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
+
+from ..engine.cancel import CancelToken
 
 Decision = Literal["allow_once", "allow_always", "deny"]
 
@@ -20,25 +28,46 @@ class ApprovalRequest:
     kind: Literal["change", "reach"] = "change"
 
 
-Approver = Callable[[ApprovalRequest], Decision]
+class Approver(Protocol):
+    """Asks someone whether a tool call may run. Called on the turn's thread; must not block on the answer."""
+
+    def ask(self, request: ApprovalRequest) -> Future[Decision]:
+        """Start asking; the future resolves with the decision. Cancelling it withdraws the question."""
+        ...
+
+
+class Answering:
+    """An approver whose answer is a function of the request, given at once (scripts, tests)."""
+
+    def __init__(self, decide: Callable[[ApprovalRequest], Decision]) -> None:
+        self.decide = decide
+
+    def ask(self, request: ApprovalRequest) -> Future[Decision]:
+        answer: Future[Decision] = Future()
+        try:
+            answer.set_result(self.decide(request))
+        except Exception as exc:
+            answer.set_exception(exc)
+        return answer
 
 
 class ApprovalPolicy:
-    """Calls that only read never get here. The rest ask `ask` (if any) unless allowed for the session."""
+    """Calls that only read never get here. The rest ask the approver (if any) unless allowed for the session."""
 
-    def __init__(self, ask: Approver | None = None, *, allow_all: bool = False, allow_local: bool = False) -> None:
-        self.ask = ask
+    def __init__(self, approver: Approver | None = None, *, allow_all: bool = False, allow_local: bool = False) -> None:
+        self.approver = approver
         self.allow_all = allow_all  # `ask --yes`: tools that change something
         self.allow_local = allow_local  # `ask --allow-local`: reading this machine and its network; --yes is not it
         self.always: set[str] = set()
 
-    def __call__(self, request: ApprovalRequest) -> Decision:
+    def decide(self, request: ApprovalRequest, cancel: CancelToken) -> Decision:
+        """The decision for `request`; Cancelled as soon as `cancel` is, with the question withdrawn."""
         allowed = self.allow_local if request.kind == "reach" else self.allow_all
         if allowed or request.tool in self.always:
             return "allow_once"
-        if self.ask is None:
+        if self.approver is None:
             return "deny"
-        decision = self.ask(request)
+        decision = cancel.wait_for(self.approver.ask(request))
         if decision == "allow_always":
             self.always.add(request.tool)
         return decision

@@ -7,7 +7,6 @@ cross the thread boundary through the bridge, in order, and are applied to the w
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import threading
 import time
@@ -39,7 +38,7 @@ from ...providers import next_runnable
 from ...session import ChatSession, Exchange, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...text.wording import plural
-from ...tools import ApprovalRequest, Decision
+from ..approver import DialogApprover
 from ..bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from ..keys import key_texts
 from ..pacing import PromptlyPainted
@@ -51,7 +50,6 @@ from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
-from .approval import ApprovalScreen
 from .confirm import ConfirmScreen
 from .model_picker import ModelPicker
 from .preset_picker import PresetPicker, SelfMoA
@@ -260,7 +258,6 @@ class ChatScreen(PromptlyPainted[None]):
         self._reply: AssistantReply | None = None
         self._last_reply: AssistantReply | None = None
         self._sidebar_stale = False
-        self._approval_screen: ApprovalScreen | None = None
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
@@ -268,7 +265,7 @@ class ChatScreen(PromptlyPainted[None]):
         self._shown_before_end = False  # the turn that is ending drained its reply: all of it is on screen
         # The approval modal's quiet period runs on this clock: real time, or a test's.
         self.approval_clock: Callable[[], float] = time.monotonic
-        session.approval.ask = self._ask_approval
+        session.approval.approver = DialogApprover(self.app, clock=lambda: self.approval_clock())
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
@@ -643,32 +640,6 @@ class ChatScreen(PromptlyPainted[None]):
         except Exception as exc:  # e.g. nothing stored to regenerate from: the turn ends, saying why
             result = TurnResult(status="failed", text="", error=str(exc), seconds=0.0, references=())
         bridge.post_after_text(TurnDone(result))
-
-    def _ask_approval(self, request: ApprovalRequest) -> Decision:
-        """Called on the turn's thread: show the modal on the UI thread and wait for the answer (or a cancel)."""
-        answer: concurrent.futures.Future[Decision] = concurrent.futures.Future()
-        cancel = self._cancel
-
-        def decided(decision: Decision | None) -> None:
-            answer.set_result(decision or "deny")
-
-        def show() -> None:
-            self._approval_screen = ApprovalScreen(request, clock=self.approval_clock)
-            self.app.push_screen(self._approval_screen, decided)
-
-        self.app.call_from_thread(show)
-        while True:
-            try:
-                return answer.result(timeout=0.1)
-            except concurrent.futures.TimeoutError:
-                if cancel is not None and cancel.cancelled:
-                    self.app.call_from_thread(self._close_approval)
-                    return "deny"
-
-    def _close_approval(self) -> None:
-        screen, self._approval_screen = self._approval_screen, None
-        if screen is not None and screen.is_active:
-            screen.dismiss("deny")
 
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
