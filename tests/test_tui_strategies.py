@@ -247,11 +247,11 @@ async def _show_side_by_side(pilot, answers=ANSWERS) -> SideBySide:
     screen = SideBySide(answers, "wire:agg")
     pilot.app.push_screen(screen)
 
-    # Markdown parses (in a thread) and mounts its blocks after it is mounted itself: wait until every
-    # answer's blocks are in, then for them to be laid out.
+    # Wait until every answer's Markdown is there and the ones shown are laid out (a tab not chosen is not), then
+    # for the screen to settle.
     def rendered() -> bool:
         markdowns = list(screen.query(ReplyMarkdown))
-        return len(markdowns) == len(answers) and all(m.children for m in markdowns)
+        return len(markdowns) == len(answers) and any(m.size.height for m in markdowns)
 
     await wait_until(pilot, rendered)
     await pilot.pause()
