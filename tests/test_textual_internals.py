@@ -26,8 +26,6 @@ INTERNALS = "tui/textual_internals.py"
 # Modules another change is rewriting (issue 30) that still use Textual's private API; each goes from this
 # list when it no longer does.
 PENDING = {
-    "tui/widgets/markdown.py": "the Markdown renderer (its own rewrite)",
-    "tui/widgets/rows.py": "the Markdown renderer (its own rewrite)",
     "tui/widgets/chat_log.py": "the log's scrollbar (RunScrollBar, from widgets/rows.py) goes in by Textual's own",
     "tui/widgets/footer.py": "the footer marks its bindings ready (Footer._bindings_ready)",
 }
