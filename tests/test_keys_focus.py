@@ -349,7 +349,7 @@ async def test_f5_copies_with_the_system_tool_and_says_so(home, tmp_path, monkey
         await wait_until(
             pilot, lambda: any("with xclip" in t for t in [str(x.render()) for x in app.screen.query("Toast")])
         )
-        reply = app.chat._last_reply
+        reply = app.chat.last_reply
         assert reply is not None
         assert (tmp_path / "clipboard").read_text() == reply.text == app.clipboard
         assert any(t.startswith("Copied the last reply (") for t in await toasts(pilot))

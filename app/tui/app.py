@@ -38,12 +38,13 @@ from .commands import ModelCommands, PresetCommands, chat_commands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen, find_chat
 from .screens.preset_picker import PresetPicker
+from .widgets.prompt_input import PromptInput
 
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
 # How long a thread may hold the GIL while another waits for it. The UI thread lays out and paints in long
-# stretches of Python; a turn's threads need the GIL back after every socket write and read, and at CPython's
-# default of 5 ms each wait cost up to that much: the fan-out's requests left over 40-100 ms while the screen
-# was laid out. At 0.5 ms they leave within a few, for a few per cent of throughput while both are busy.
+# stretches of Python; a turn's threads need the GIL back after every socket write and read, and each wait can
+# last the whole interval (CPython's default is 5 ms). At 0.5 ms the fan-out's requests leave while the screen
+# is laid out, for a few per cent of throughput while both are busy (bench/fanout.py, docs/performance.md).
 SWITCH_INTERVAL = 0.0005
 
 # How the app gets its session: built with the approver the app hands it (the approval dialog, on this app).
@@ -116,7 +117,7 @@ class MoAChatApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         # Before Textual hands a key to the focused widget: a letter typed on a card goes to the prompt, in order.
         if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, ChatScreen):
-            self.screen.steer_typing(event)
+            _steer_typing(self.screen, event)
         await super().on_event(event)
 
     def copy_to_clipboard(self, text: str) -> None:
@@ -266,6 +267,21 @@ def _import_deferred(app: MoAChatApp, *, freeze: bool) -> None:
 
     warm_up_markdown()
     app.post_message(WarmedUp(freeze))
+
+
+def _steer_typing(chat: ChatScreen, event: events.Key) -> None:
+    """A printable key typed while the focus is elsewhere on the chat (a card, a tool call, nowhere) goes to
+    the prompt, unless something focused takes it (a binding, or a widget that reads text)."""
+    if not event.is_printable or not event.character:
+        return
+    focused = chat.focused
+    if isinstance(focused, PromptInput):
+        return
+    if focused is not None and focused.check_consume_key(event.key, event.character):
+        return
+    if any(key in chat.active_bindings for key in event.aliases):
+        return
+    chat.focus_prompt()
 
 
 def _terminal_open() -> bool:

@@ -26,7 +26,7 @@ class PresetCommands(Provider):
         for name in sorted(presets):
             preset = presets[name]
             help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"
-            entries.append((f"Switch preset: {name}", help_text, partial(chat.switch_preset, name)))
+            entries.append((f"Switch preset: {name}", help_text, partial(chat.presets.switch, name)))
         return entries
 
     async def discover(self) -> Hits:
@@ -53,14 +53,14 @@ class ModelCommands(Provider):
                 (
                     f"Models from {name}: use as aggregator",
                     f"List {name}'s models and make one the aggregator, for this session",
-                    partial(chat.choose_model, name, as_aggregator=True),
+                    partial(chat.presets.choose_model, name, as_aggregator=True),
                 )
             )
             entries.append(
                 (
                     f"Models from {name}: add a reference",
                     f"List {name}'s models and add one to the panel, for this session",
-                    partial(chat.choose_model, name, as_aggregator=False),
+                    partial(chat.presets.choose_model, name, as_aggregator=False),
                 )
             )
         for model in chat.host.ollama_models or ():  # once a local Ollama has answered (asked after the first paint)
@@ -68,7 +68,7 @@ class ModelCommands(Provider):
                 (
                     f"Ollama model {model}: Self-MoA",
                     f"Every seat on ollama:{model}: {SELF_MOA_SAMPLES} answers and a synthesis, for this session",
-                    partial(chat.use_self_moa, f"{OLLAMA}:{model}"),
+                    partial(chat.presets.use_self_moa, f"{OLLAMA}:{model}"),
                 )
             )
         return entries

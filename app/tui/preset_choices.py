@@ -78,3 +78,10 @@ class PresetChoices:
 
         picker = PresetPicker(self.session.config, self.session.preset.name, ollama=self._host.ollama_models)
         self._screen.app.push_screen(picker, chosen)
+
+    def announce_preflight(self, preset: Preset) -> None:
+        """What would stop `preset`'s next turn (a missing key), or slow it, as notices."""
+        error, warning = self.session.preflight(preset)
+        for text, level in ((error, "error"), (warning, "warning")):
+            if text:
+                self._screen.notify(text, severity="error" if level == "error" else "warning", timeout=8)

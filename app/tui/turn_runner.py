@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -22,7 +23,7 @@ from ..engine import AggregatorStarted, CallRetrying, CancelToken, ReferenceFini
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
-from .widgets.chat_log import ChatLog, NoticeLine
+from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
 
@@ -83,11 +84,13 @@ def waiting_status(event: PanelEvent, sidebar: ReferenceSidebar) -> str | None:
 
 class TurnRunner:
     """The turns of one chat. `host` (the chat screen) receives the bridge's messages and hands them back here
-    (`apply`, `append_text`, `holds_back`, `finish`); its workers and timers run the turn's thread and clocks."""
+    (`apply`, `append_text`, `holds_back`, `finish`); its workers and timers run the turn's thread and clocks.
+    `busy` tells it a turn has begun (True); the host says when one has ended, once it is shown."""
 
-    def __init__(self, session: ChatSession, host: Widget) -> None:
+    def __init__(self, session: ChatSession, host: Widget, busy: Callable[[bool], None]) -> None:
         self.session = session
         self._host = host
+        self._busy = busy
         self.reply: AssistantReply | None = None  # the running turn's, until its end
         self._cancel: CancelToken | None = None
         self._bridge: TurnBridge | None = None
@@ -102,6 +105,27 @@ class TurnRunner:
         """Whether the turn is over and its reply's text is still being shown (AssistantReply.drain)."""
         return self.reply is not None and self.reply.draining
 
+    async def start(self, request: Send | Edit, log: ChatLog, sidebar: ReferenceSidebar) -> None:
+        """A prompt's turn: its requests leave first, before the screen does any of its work for the turn; then
+        the log shows the prompt (in place of the one edited) and the reply that will stream."""
+        error, warning = self.session.preflight(self.session.preset)
+        if error is None:
+            await self.dispatch(request)
+        editing = isinstance(request, Edit)
+        if editing and (last := log.last_prompt()) is not None:
+            await log.drop_after(last, inclusive=True)
+        await log.query(Welcome).remove()
+        await log.mount(UserMessage(request.text))
+        log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
+        if error:
+            await log.mount(NoticeLine(error, "error"))
+            return
+        if warning:
+            self._host.notify(warning, severity="warning", timeout=6)
+        if isinstance(request, Send) and request.solo:
+            await log.mount(NoticeLine("solo: the aggregator alone, no references (Ctrl+T)", "info"))
+        await self.show_reply(log, sidebar)
+
     async def dispatch(self, request: TurnRequest) -> None:
         """Run `request` on the turn's worker, and keep the UI thread off the GIL until the turn's requests have
         left, DISPATCH_WAIT at most. Layout and paint hold the GIL for tens of milliseconds at a time while
@@ -111,6 +135,7 @@ class TurnRunner:
         self.reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
         self._cancel = cancel = CancelToken()
         self._bridge = bridge = TurnBridge(self._host.post_message, held=True)
+        self._busy(True)
         self._host.run_worker(
             partial(self._run, request, cancel, bridge),
             name="turn",
@@ -150,6 +175,16 @@ class TurnRunner:
         threading.Thread(target=self._cancel.cancel, name="cancel-turn", daemon=True).start()
         if self.reply is not None:
             self.reply.set_status("cancelling…")
+
+    def start_mcp(self) -> None:
+        """MCP servers start off the UI thread; until they are up, turns use the built-in tools."""
+        self._host.run_worker(self._start_mcp, name="mcp", group="mcp", thread=True, exit_on_error=False)
+
+    def _start_mcp(self) -> None:
+        def report(line: str) -> None:
+            self._host.post_message(CoreEvent(Notice(line, "warning")))
+
+        self.session.start_mcp(report=report)
 
     def close(self) -> None:
         """The chat is going: a running turn stops."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import ActiveBinding
 from textual.containers import Horizontal
@@ -19,16 +19,17 @@ from textual.reactive import reactive
 from textual.widgets import OptionList
 
 from ...config import Preset
-from ...session import ChatSession, Exchange, Notice
+from ...session import ChatSession, Exchange
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...text.wording import plural
 from ..bindings import CHAT_BINDINGS, footer_bindings, footer_ids
 from ..bridge import CoreEvent, ReplyText, TurnDone
 from ..host import ChatHost
 from ..keys import key_texts
+from ..last_reply import copy_code, copy_reply, show_panel, show_side_by_side
 from ..pacing import PromptlyPainted
 from ..preset_choices import PresetChoices
-from ..turn_runner import Edit, Rerun, Send, TurnRequest, TurnRunner
+from ..turn_runner import Edit, Rerun, Send, TurnRunner
 from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
@@ -52,8 +53,8 @@ def find_chat(app: App[Any]) -> ChatScreen:
 class ChatScreen(PromptlyPainted[None]):
     # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
-    # The prompt has focus in the first frame. Textual's default, the first focusable widget, put it on the
-    # first reference card, and on_mount's focus() moved it a frame later: the card flashed (60 ms, in a pty).
+    # The prompt has focus in the first frame: Textual's default, the first focusable widget, is the first
+    # reference card, which would flash as on_mount's focus() moved the focus on a frame later.
     AUTO_FOCUS = "PromptInput"
 
     # The log's own children can take focus (a tool call, "earlier messages"): focus is never invisible.
@@ -65,7 +66,7 @@ class ChatScreen(PromptlyPainted[None]):
 
     BINDINGS = CHAT_BINDINGS
 
-    # No repaint: nothing the screen draws itself depends on it (a repaint was of the whole screen, 4 ms of the
+    # No repaint: nothing the screen draws itself depends on it (a repaint is of the whole screen, in the
     # finished reply's frame); the prompt and the footer follow it in `_show_busy`.
     turn_running: reactive[bool] = reactive(False, init=False, repaint=False)
 
@@ -75,10 +76,10 @@ class ChatScreen(PromptlyPainted[None]):
         self.session = session
         self.host = host
         self.notice = notice
-        self.runner = TurnRunner(session, self)
+        self.runner = TurnRunner(session, self, self._set_turn_running)
         self.presets = PresetChoices(session, self, host, self._show_switched)
         self._history = session.history()  # the stored conversation this screen opens with, until it is shown
-        self._last_reply: AssistantReply | None = None
+        self.last_reply: AssistantReply | None = None  # the newest reply on screen, once finished
         self._sidebar_stale = False
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
@@ -89,7 +90,7 @@ class ChatScreen(PromptlyPainted[None]):
     def active_bindings(self) -> dict[str, ActiveBinding]:
         """The keys in force, in the footer's order, shown in it as the chat's state says (bindings.py): Textual's
         Footer reads this, so what it shows follows the chat's state (refresh_bindings)."""
-        last = self._last_reply
+        last = self.last_reply
         shown = footer_ids(
             saved=self.session.store is not None,
             narrow=self.has_class("-narrow"),
@@ -103,10 +104,6 @@ class ChatScreen(PromptlyPainted[None]):
             key_display=self.app.get_key_display,
             cancel_stops_edit=not self.turn_running,
         )
-
-    @property
-    def last_reply(self) -> AssistantReply | None:
-        return self._last_reply
 
     def on_resize(self, event: events.Resize) -> None:
         # The breakpoint classes are set as the screen is laid out: read them once that is done.
@@ -149,7 +146,7 @@ class ChatScreen(PromptlyPainted[None]):
 
     def paints_uncapped(self) -> bool:
         # A drain waits for each batch's frame before the next batch (its work spaces the frames out); waiting
-        # for the timer's tick as well added 13 ms a batch, and the log's scroll to its new end a second frame.
+        # for the timer's tick as well would add to every batch, and the log's scroll to its new end a second frame.
         return self.runner.draining
 
     async def on_mount(self) -> None:
@@ -162,16 +159,7 @@ class ChatScreen(PromptlyPainted[None]):
         prompt.prompt_history = self.session.prompt_history()
         prompt.focus()
         if self.session.config.mcp_servers:
-            self._start_mcp()
-
-    @work(thread=True, group="mcp", exit_on_error=False)
-    def _start_mcp(self) -> None:
-        """MCP servers start off the UI thread; until they are up, turns use the built-in tools."""
-
-        def report(line: str) -> None:
-            self.post_message(CoreEvent(Notice(line, "warning")))
-
-        self.session.start_mcp(report=report)
+            self.runner.start_mcp()
 
     @property
     def sidebar(self) -> ReferenceSidebar:
@@ -181,12 +169,15 @@ class ChatScreen(PromptlyPainted[None]):
     def chat_log(self) -> ChatLog:
         return self.query_one(ChatLog)
 
+    def _set_turn_running(self, running: bool) -> None:
+        self.turn_running = running
+
     def watch_turn_running(self, running: bool) -> None:
         if running or self._shown_before_end:
             # A drained reply was on screen before its turn ended (on_turn_done): nothing of it waits for this.
             self._show_busy(running)
         else:
-            # The finished reply's frame first: restyling the prompt and the footer's keys took 30-60 ms of it
+            # The finished reply's frame first: restyling the prompt and the footer's keys is a large part of it
             # on a slow machine (bench/fanout.py), and they can follow a frame later.
             self.call_after_refresh(self._show_busy, False)
 
@@ -199,7 +190,7 @@ class ChatScreen(PromptlyPainted[None]):
         if action == "cancel_turn":
             return self.turn_running or self._editing
         if action in ("copy_reply", "copy_code"):
-            return True if self._last_reply is not None else None
+            return True if self.last_reply is not None else None
         return True
 
     # ------------------------------------------------------------------ answering again, editing, versions
@@ -223,7 +214,7 @@ class ChatScreen(PromptlyPainted[None]):
         if error:
             self.notify(error, severity="error", timeout=8)
             return
-        await self._dispatch(Rerun(aggregator_only))
+        await self.runner.dispatch(Rerun(aggregator_only))
         await self.chat_log.drop_after(last)
         await self.runner.show_reply(self.chat_log, self.sidebar)
 
@@ -280,9 +271,9 @@ class ChatScreen(PromptlyPainted[None]):
     async def _render_session(self, history: list[Exchange] | None = None) -> None:
         """Show the stored conversation as it now stands (after opening it, or switching a version)."""
         self._editing = False
-        self._last_reply = await self.chat_log.show_history(history or self.session.history())
-        if self._last_reply is not None:
-            self._last_reply.show_version(*self.session.versions())
+        self.last_reply = await self.chat_log.show_history(history or self.session.history())
+        if self.last_reply is not None:
+            self.last_reply.show_version(*self.session.versions())
         self.refresh_bindings()
 
     # ------------------------------------------------------------------ a turn
@@ -322,29 +313,8 @@ class ChatScreen(PromptlyPainted[None]):
         self.query_one(PromptInput).submit()
 
     async def start_turn(self, text: str, *, solo: bool = False) -> None:
-        log = self.chat_log
         editing, self._editing = self._editing, False
-        error, warning = self.session.preflight(self.preset)
-        if error is None:
-            # The turn's requests leave first, before the screen does any of its work for the turn.
-            await self._dispatch(Edit(text) if editing else Send(text, solo=solo))
-        if editing and (last := log.last_prompt()) is not None:
-            await log.drop_after(last, inclusive=True)
-        await log.query(Welcome).remove()
-        await log.mount(UserMessage(text))
-        log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
-        if error:
-            await log.mount(NoticeLine(error, "error"))
-            return
-        if warning:
-            self.notify(warning, severity="warning", timeout=6)
-        if solo and not editing:
-            await log.mount(NoticeLine("solo: the aggregator alone, no references (Ctrl+T)", "info"))
-        await self.runner.show_reply(log, self.sidebar)
-
-    async def _dispatch(self, request: TurnRequest) -> None:
-        self.turn_running = True
-        await self.runner.dispatch(request)
+        await self.runner.start(Edit(text) if editing else Send(text, solo=solo), self.chat_log, self.sidebar)
 
     async def on_core_event(self, message: CoreEvent) -> None:
         await self.runner.apply(message, self.chat_log, self.sidebar)
@@ -357,7 +327,7 @@ class ChatScreen(PromptlyPainted[None]):
             return
         reply = await self.runner.finish(message.result, self.sidebar)
         if reply is not None:
-            self._last_reply = reply
+            self.last_reply = reply
         self.query_one(StatusHeader).show(ledger=self.session.ledger)
         self._shown_before_end = message.shown
         self.turn_running = False
@@ -385,14 +355,8 @@ class ChatScreen(PromptlyPainted[None]):
 
     # ------------------------------------------------------------------ presets
 
-    def switch_preset(self, name: str) -> None:
-        self.presets.switch(name)
-
     def choose_model(self, provider: str, *, as_aggregator: bool) -> None:
         self.presets.choose_model(provider, as_aggregator=as_aggregator)
-
-    def use_self_moa(self, spec: str) -> None:
-        self.presets.use_self_moa(spec)
 
     def action_preset_picker(self) -> None:
         self.presets.pick()
@@ -415,36 +379,18 @@ class ChatScreen(PromptlyPainted[None]):
             self._sidebar_stale = True
         else:
             self.call_later(self.sidebar.show_preset, preset)
-        self.call_later(self._announce_preflight, preset)
-
-    def _announce_preflight(self, preset: Preset) -> None:
-        error, warning = self.session.preflight(preset)
-        for text, level in ((error, "error"), (warning, "warning")):
-            if text:
-                self.notify(text, severity="error" if level == "error" else "warning", timeout=8)
+        self.call_later(self.presets.announce_preflight, preset)
 
     # ------------------------------------------------------------------ the rest
 
     def action_panel(self) -> None:
-        if self._last_reply is None:
-            self.notify("No reply yet.", severity="warning")
-            return
-        from .panel import PanelAnswers  # imported when first needed: see DEFERRED in tui/app.py
-
-        self.app.push_screen(PanelAnswers(self._last_reply.panel, self._last_reply.aggregator))
+        show_panel(self, self.last_reply)
 
     def on_assistant_reply_panel_requested(self, event: AssistantReply.PanelRequested) -> None:
-        from .panel import PanelAnswers
-
-        self.app.push_screen(PanelAnswers(event.reply.panel, event.reply.aggregator))
+        show_panel(self, event.reply)
 
     def action_side_by_side(self) -> None:
-        if self._last_reply is None:
-            self.notify("No reply yet: the references' answers show here after a turn.", severity="warning")
-            return
-        from .side_by_side import SideBySide
-
-        self.app.push_screen(SideBySide(self._last_reply.panel, self._last_reply.aggregator))
+        show_side_by_side(self, self.last_reply)
 
     def action_trace(self) -> None:
         from .trace import TraceScreen
@@ -461,20 +407,6 @@ class ChatScreen(PromptlyPainted[None]):
     def focus_prompt(self) -> None:
         self.set_focus(self.query_one(PromptInput))  # now, not after a refresh as Widget.focus: the next key lands here
 
-    def steer_typing(self, event: events.Key) -> None:
-        """A printable key typed while the focus is elsewhere on the chat (a card, a tool call, nowhere) goes to
-        the prompt, unless something focused takes it (a binding, or a widget that reads text)."""
-        if not event.is_printable or not event.character:
-            return
-        focused = self.focused
-        if isinstance(focused, PromptInput):
-            return
-        if focused is not None and focused.check_consume_key(event.key, event.character):
-            return
-        if any(key in self.active_bindings for key in event.aliases):
-            return
-        self.focus_prompt()
-
     @on(OptionList.OptionSelected, "#path-completion")
     def _on_path_chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -490,19 +422,10 @@ class ChatScreen(PromptlyPainted[None]):
         self.chat_log.scroll_end(animate=False)  # and follows new text again (the anchor holds)
 
     def action_copy_reply(self) -> None:
-        if self._last_reply is None or not self._last_reply.text:
-            self.notify("No reply to copy yet.", severity="warning")
-            return
-        text = self._last_reply.text
-        self.host.copy_text(text, f"the last reply ({len(text):,} characters)")
+        copy_reply(self, self.host, self.last_reply)
 
     def action_copy_code(self) -> None:
-        code = self._last_reply.last_code_block() if self._last_reply else None
-        if code is None:
-            self.notify("The last reply has no code block.", severity="warning")
-            return
-        lines = code.count("\n") + (not code.endswith("\n"))
-        self.host.copy_text(code, f"the last code block ({plural(lines, 'line')})")
+        copy_code(self, self.host, self.last_reply)
 
     async def action_new_conversation(self) -> None:
         if self.turn_running:
@@ -514,7 +437,7 @@ class ChatScreen(PromptlyPainted[None]):
     async def _clear(self) -> None:
         saved = self.session.id is not None
         self.session.new_conversation()
-        self._last_reply = None
+        self.last_reply = None
         self.chat_log.forget_history()
         log = self.chat_log
         await log.remove_children()
