@@ -14,7 +14,7 @@ def main() -> int:
     # frame does (MoAChatApp.on_ready).
     gc.disable()
     from .cli import main as run
-    from .cli.exit_codes import EXIT_FAILED
+    from .cli.exit_codes import EXIT_READER_GONE
 
     try:
         return run()
@@ -22,7 +22,7 @@ def main() -> int:
         # The reader went away (`moa-chat presets | head -3`): that needs no traceback, and neither does the
         # flush of stdout into the same closed pipe when Python exits.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        return EXIT_READER_GONE
 
 
 if __name__ == "__main__":

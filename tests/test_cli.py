@@ -102,7 +102,8 @@ def test_presets_lists_models_and_marks_the_default(home):
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(home):
-    """`moa-chat presets | head -3`: the pipe closes before moa-chat has written; it stops quietly, status 1."""
+    """`moa-chat presets | head -3`: the pipe closes before moa-chat has written; it stops quietly, 141 as other
+    tools do (128 + SIGPIPE)."""
     reader, writer = os.pipe()
     os.close(reader)  # the reader is gone before the first write
     try:
@@ -111,7 +112,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(home):
         )
     finally:
         os.close(writer)
-    assert result.returncode == 1 and result.stderr == ""
+    assert result.returncode == 141 and result.stderr == ""
 
 
 def _project(tmp_path):

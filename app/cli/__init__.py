@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -128,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         gc.enable()
     if args.command == "doctor":
         return _doctor(args.config)
+    if args.command in ("sessions", "export"):
+        # The store alone: a config with a typo never locks anyone out of what was said.
+        return _stored_sessions(args)
     try:
         config = load_config(args.config)
         if args.command == "presets":
@@ -136,17 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         return _usage_error(exc)
     # Only what follows talks to providers or the store: their imports (the openai SDK above all, half a
     # second) are paid here, so `presets` and `--help` start at once.
-    from ..store import SessionStore, StoreError
+    from ..store import StoreError
 
     try:
-        if args.command == "sessions":
-            from .session_commands import list_sessions
-
-            return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
-        if args.command == "export":
-            from .session_commands import export_session
-
-            return export_session(SessionStore(), args.id, args.format, args.output)
         choice = choose_start(config, args.preset)
         if args.aggregator or args.reference:
             adhoc = adhoc_preset(config, choice.preset, aggregator=args.aggregator, references=args.reference or ())
@@ -163,9 +159,32 @@ def main(argv: list[str] | None = None) -> int:
         app = _tui_app(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
         return _usage_error(exc)
+    if not _has_a_terminal():  # checked after the config and the session: their errors say more
+        return _usage_error("the chat needs a terminal: stdin and stdout must be one; in a script, use `moa-chat ask`")
     from ..tui.app import run_app
 
     return run_app(app)
+
+
+def _has_a_terminal() -> bool:
+    """Whether the chat has a screen and a keyboard: a terminal, or the browser's (textual-serve's web driver)."""
+    return bool(os.environ.get("TEXTUAL_DRIVER")) or (sys.stdin.isatty() and sys.stdout.isatty())
+
+
+def _stored_sessions(args: argparse.Namespace) -> int:
+    """`sessions` and `export`: they read the store and need no config."""
+    from ..store import SessionStore, StoreError
+    from .session_commands import export_session, list_sessions
+
+    if getattr(args, "session", None):
+        where = "give the id as export's argument" if args.command == "export" else "it lists every session"
+        return _usage_error(f"--session is for the chat and `ask`; `{args.command}` does not take it ({where})")
+    try:
+        if args.command == "sessions":
+            return list_sessions(SessionStore(), sys.stdout, as_json=args.json, search=args.search)
+        return export_session(SessionStore(), args.id, args.format, args.output)
+    except StoreError as exc:
+        return _usage_error(exc)
 
 
 def _doctor(config_path: Path | None) -> int:
@@ -178,7 +197,7 @@ def _doctor(config_path: Path | None) -> int:
         return _usage_error(exc)
 
 
-def _usage_error(exc: Exception) -> int:
+def _usage_error(exc: Exception | str) -> int:
     print(f"moa-chat: error: {exc}", file=sys.stderr)
     return EXIT_USAGE
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import threading
 from typing import Any
@@ -17,7 +18,7 @@ from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store import SessionStore, StoreError
 from ..text.inert import inert, inert_json
 from ..text.wording import plural
-from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_READER_GONE, EXIT_USAGE
 from .progress import Progress
 
 
@@ -50,14 +51,22 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not args.quiet:
         refs = len(panel(preset))
         seats = "solo, no references" if args.solo else plural(refs, "reference")
-        print(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}", file=sys.stderr)
+        # Names from the config are made inert like every other line: a model name may hold escapes.
+        print(inert(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}"), file=sys.stderr)
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
-            print(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})", file=sys.stderr)
-    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet)
+            print(inert(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})"), file=sys.stderr)
+    cancel = CancelToken()
+
+    def reader_gone() -> None:
+        # Nobody reads the rest of the reply, so the turn stops: on a side thread, since cancelling closes the
+        # stream the reporting thread is reading.
+        threading.Thread(target=cancel.cancel, name="moa-ask-reader-gone", daemon=True).start()
+
+    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet, reader_gone=reader_gone)
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
-        result = _send_interruptibly(session, content, progress, solo=bool(getattr(args, "solo", False)))
+        result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
     finally:
         session.close()
     if args.json:
@@ -65,6 +74,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     else:
         progress.end_line()  # the streamed reply (or what came of it) ends its line
     sys.stdout.flush()
+    if progress.reader_went_away:
+        return EXIT_READER_GONE  # quietly, as other tools end in a pipe whose reader left
     if result.status in ("failed", "cut_off"):
         print(f"moa-chat: error: {inert(result.error or '')}", file=sys.stderr)
         return EXIT_FAILED
@@ -104,9 +115,20 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
     return session
 
 
-def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *, solo: bool = False) -> TurnResult:
+class _Signalled(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(signal.Signals(number).name)
+        self.number = number
+
+
+def _interrupt(number: int, _frame: object) -> None:
+    raise _Signalled(number)
+
+
+def _send_interruptibly(
+    session: ChatSession, prompt: str, progress: Progress, cancel: CancelToken, *, solo: bool = False
+) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
-    cancel = CancelToken()
     box: dict[str, TurnResult] = {}
     # An Event, not Thread.join: a Ctrl-C that interrupts join() can leave the thread looking finished
     # (CPython 3.11), and the process would exit before the cancel had killed a running command.
@@ -119,13 +141,27 @@ def _send_interruptibly(session: ChatSession, prompt: str, progress: Progress, *
             done.set()
 
     threading.Thread(target=work, name="moa-ask-turn", daemon=True).start()
+    signalled: int | None = None
+    # SIGTERM and SIGHUP (the terminal closed) end the turn as Ctrl-C does: cancelled, its commands and MCP
+    # servers stopped, the stored turn marked interrupted; the default action would kill the process and
+    # leave a running command orphaned.
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         while not done.wait(0.1):
             pass
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Signalled) as stop:
+        signalled = stop.number if isinstance(stop, _Signalled) else None
         cancel.cancel()
-        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+        with contextlib.suppress(KeyboardInterrupt, _Signalled):  # a second one: stop waiting
             done.wait(10)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if signalled is not None:
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            progress.end_line()
+            print(f"moa-chat: stopped by {signal.Signals(signalled).name}; the turn was cancelled", file=sys.stderr)
+        raise SystemExit(128 + signalled)
     if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
         progress.end_line()
         print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)

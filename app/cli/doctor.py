@@ -8,13 +8,15 @@ Exit 0 when all is well, 1 otherwise.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..config import Config, ConfigError, data_home, default_config_path, load_config
+from ..config import Config, ConfigError, data_home, default_config_path, load_config, load_config_text
 from ..providers import choose_start, has_key, missing_keys
 from ..providers.local import INSTALL_HINT, installed_model
 from ..text.inert import inert
@@ -37,14 +39,19 @@ def doctor(config_path: Path | None, out: TextIO) -> int:
     try:
         config = load_config(config_path)
     except ConfigError as exc:
-        _print([Check(False, f"config: {exc}", "fix the file at the line named, then run moa-chat doctor again")], out)
-        return EXIT_FAILED
-    where = f"{path} loads" if path.exists() else f"no {path} yet: the built-in presets apply"
-    checks.append(Check(True, f"config: {where}"))
+        # Every other check still runs: on the built-in presets, which apply once the file is fixed or moved.
+        fix = "fix the file at the line named, then run moa-chat doctor again"
+        checks.append(Check(False, f"config: {exc}", fix))
+        checks.append(Check(None, "the checks below use the built-in presets, since the config did not load"))
+        config = load_config_text("", "<built-in>")
+    else:
+        where = f"{path} loads" if path.exists() else f"no {path} yet: the built-in presets apply"
+        checks.append(Check(True, f"config: {where}"))
     checks += _presets(config)
     checks += _keys_and_endpoints(config)
     checks.append(_local())
     checks.append(_data_folder())
+    checks.append(_session_database())
     _print(checks, out)
     return EXIT_OK if all(c.ok is not False for c in checks) else EXIT_FAILED
 
@@ -125,6 +132,33 @@ def _data_folder() -> Check:
     mode = folder.stat().st_mode & 0o777
     private = "" if mode & 0o077 == 0 else f" (mode {mode:o}: others can read it; chmod 700 {folder})"
     return Check(True, f"data folder: {folder} is writable{private}")
+
+
+def _session_database() -> Check:
+    """Read-only: `PRAGMA quick_check` over the whole file, so a damaged page anywhere is found."""
+    from ..store import default_path
+
+    path = default_path()
+    if not path.exists():
+        return Check(None, "session database: none yet (it is made with the first stored turn)")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as connection:
+            found = [row[0] for row in connection.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        found = [str(exc)]
+    if found == ["ok"]:
+        return Check(True, f"session database: {path} is intact")
+    problem = inert("; ".join(found[:2]) + (f" (and {len(found) - 2} more)" if len(found) > 2 else ""))
+    return Check(False, f"session database: {path} is damaged: {problem}", recovery_hint(path))
+
+
+def recovery_hint(path: Path) -> str:
+    """How to save what a damaged database still holds, keeping the original as it is."""
+    saved = path.with_name("sessions-recovered.db")
+    return (
+        f"sqlite3 {path} .recover | sqlite3 {saved}  (keeps the original); then move {path} aside "
+        f"and {saved} to {path.name}"
+    )
 
 
 def _print(checks: list[Check], out: TextIO) -> None:

@@ -38,6 +38,8 @@ def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
         if state.missing:
             verdict = "cannot run" if not state.runnable else "those references are skipped"
             out.write(f"  {'':<{width}}  needs: {state.needs} (not set): {verdict}\n")
+        elif state.problem:
+            out.write(f"  {'':<{width}}  cannot run: {state.problem.split(': ', 1)[-1]}\n")
         if preset.name == "ollama":
             out.write(f"  {'':<{width}}  {_ollama_line(config, preset)}\n")
     return EXIT_OK

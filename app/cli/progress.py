@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
+from collections.abc import Callable
 from typing import ClassVar, TextIO
 
 from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceStarted, ReplyDelta
@@ -17,8 +21,13 @@ class Progress:
 
     _GLYPH: ClassVar[dict[str, str]] = {"ok": "✓", "failed": "✗", "timeout": "⏱", "cancelled": "–"}
 
-    def __init__(self, err: TextIO, out: TextIO | None, quiet: bool) -> None:
+    def __init__(
+        self, err: TextIO, out: TextIO | None, quiet: bool, *, reader_gone: Callable[[], None] | None = None
+    ) -> None:
         self.err, self.out, self.quiet = err, out, quiet
+        # Called once when stdout's reader has gone (`ask … | head -1`): nobody reads the rest of the reply.
+        self._reader_gone = reader_gone
+        self.reader_went_away = False
         self._lock = threading.Lock()
         self._wrote_reply = False
         self._any_reply = False
@@ -37,16 +46,23 @@ class Progress:
                         self.out.write("\n\n" if self._wrote_reply else "\n")
                     self._after_tools = False
                     self._any_reply = True
-                    self.out.write(inert(event.text))
+                    try:
+                        self.out.write(inert(event.text))
+                        self.out.flush()
+                    except BrokenPipeError:
+                        self._lost_reader()
+                        return
                     self._ends_line = event.text.endswith("\n")
-                    self.out.flush()
                     self._wrote_reply = True
                 return
             line = self._describe(event)
             if line and not self.quiet:
                 if self._wrote_reply and self.out is not None:
-                    self.out.write("\n")
-                    self.out.flush()
+                    try:
+                        self.out.write("\n")
+                        self.out.flush()
+                    except BrokenPipeError:
+                        self._lost_reader()
                     self._wrote_reply = False
                 self.err.write(inert(line) + "\n")
                 self.err.flush()
@@ -55,9 +71,23 @@ class Progress:
         """End the reply (whole or cut short) on a line of its own, so the shell prompt does not follow it."""
         with self._lock:
             if self._wrote_reply and self.out is not None and not self._ends_line:
-                self.out.write("\n")
-                self.out.flush()
+                try:
+                    self.out.write("\n")
+                    self.out.flush()
+                except BrokenPipeError:
+                    self._lost_reader()
             self._wrote_reply = False
+
+    def _lost_reader(self) -> None:
+        """Stop writing the reply, and say so once; stdout points at /dev/null so the exit's flush is quiet."""
+        self.out = None
+        if self.reader_went_away:
+            return
+        self.reader_went_away = True
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if self._reader_gone is not None:
+            self._reader_gone()
 
     def _describe(self, event: Event) -> str | None:
         if isinstance(event, ReferenceStarted):
@@ -78,6 +108,8 @@ class Progress:
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None
+            if not event.references_total:  # solo: no panel to count
+                return f"  → {event.label} writing (solo)"
             answered = f"{event.references_ok}/{plural(event.references_total, 'reference')} answered"
             return f"  → {event.label} writing ({answered})"
         if isinstance(event, ToolCallEvent) and event.status in ("done", "failed", "denied", "cancelled"):

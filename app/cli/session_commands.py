@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..config.pricing import format_cost
-from ..store import SessionStore
+from ..store import SessionStore, StoreError
 from ..store.export import as_json, as_markdown
 from ..text.inert import inert, inert_json
 from ..text.wording import plural
@@ -40,5 +40,8 @@ def export_session(store: SessionStore, session_id: str, fmt: str, output: Path 
         # A terminal must not act on what a model wrote; a pipe or a file gets the text exactly.
         sys.stdout.write(inert(text) if sys.stdout.isatty() else text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from exc
     return EXIT_OK

@@ -86,7 +86,33 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+# A file attached to the prompt (`@path`, `ask -a`) follows the user's words between these markers.
+_ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?P<text>.*?)\n</attached-file>', re.S)
+
+
+def _own_words(prompt: str) -> str:
+    """The prompt without its attached files: what the user typed."""
+    match = _ATTACHED.search(prompt)
+    return prompt[: match.start()] if match else prompt
+
+
+def _attachments_read(prompt: str) -> list[str]:
+    """A few lines on each attached file, from its text: its title, its size and its sections."""
+    lines = []
+    for match in _ATTACHED.finditer(prompt):
+        text = match.group("text")
+        rows = text.splitlines()
+        title = next((row.lstrip("# ").strip() for row in rows if row.strip()), "(empty)")
+        sections = [row.lstrip("# ").strip() for row in rows if row.startswith("## ")]
+        shown = ", ".join(f"*{_quote(name, 40)}*" for name in sections[:6]) + (" …" if len(sections) > 6 else "")
+        lines.append(f"- **`{match.group('path')}`** ({plural(len(rows), 'line')}) opens with “{_quote(title, 100)}”")
+        if sections:
+            lines.append(f"  and covers {plural(len(sections), 'section')}: {shown}")
+    return lines
+
+
 def reference_take(model: str, prompt: str) -> str:
+    prompt = _own_words(prompt)
     words = _keywords(prompt)
     first, second = words[0], (words[1] if len(words) > 1 else words[0])
     q = _quote(prompt)
@@ -127,7 +153,8 @@ def _references_in(guidance: str) -> list[tuple[str, str]]:
 
 
 def synthesis(messages: list[dict[str, Any]]) -> str:
-    prompt = _last_user_prompt(messages)
+    full = _last_user_prompt(messages)
+    prompt = _own_words(full)
     guidance = next(
         (
             message_text(m.get("content"))
@@ -153,6 +180,9 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
         lines.append(f"{n + 1}. **{title}** — {sentence} *({label.split(':', 1)[-1]})*")
     if refs:
         lines.append("")
+    read = _attachments_read(full)
+    if read:
+        return "\n".join([*lines, "What the attached file says:" if len(read) < 3 else "The attached files:", *read])
     ident = _identifier(words)
     lines += [
         "A first version to start from:",
@@ -235,7 +265,9 @@ def respond(body: dict[str, Any]) -> Reply:
         results = _tool_results_since_prompt(messages)
         if results:
             return Reply(text=_report_on_tools(results), delay=delay, piece_delay=piece_delay)
-        plan = _tool_plan(_last_user_prompt(messages), offered)
+        prompt = _last_user_prompt(messages)
+        # An attached file is already here to read: the tools are for what is not.
+        plan = [] if _ATTACHED.search(prompt) else _tool_plan(prompt, offered)
         if plan:
             names = " and ".join(f"`{call.name}`" for call in plan)
             return Reply(

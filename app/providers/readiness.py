@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
 from .endpoints import has_key, is_remote_keyed
-from .local import extra_installed
+from .local import LOCAL_PROVIDER, extra_installed, unavailable
 
 # Bundled presets worth starting on, best first, when their keys are set.
 PREFERENCE = ("frontier", "openai", "groq-fast", "together")
@@ -80,6 +80,8 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
     error, keyless references a warning."""
     if preset.name in config.problems and config.presets.get(preset.name) is preset:
         return str(config.problems[preset.name]), None
+    if _runs_local_model(config, preset) and (why := unavailable()) is not None:
+        return f"preset {preset.name!r}: the local model {why}", None
     missing = missing_keys(config, preset)
     aggregator = preset.aggregator
     if aggregator.provider in missing:
@@ -94,6 +96,12 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
         envs = ", ".join(sorted({missing[s.provider] for s in preset.references if s.provider in missing}))
         return None, f"{', '.join(refs)} will be skipped: set {envs} to include them"
     return None, None
+
+
+def _runs_local_model(config: Config, preset: Preset) -> bool:
+    """Whether a slot of the preset uses the model moa-chat serves itself (not a `local` given a base_url)."""
+    spec = config.providers.get(LOCAL_PROVIDER)
+    return spec is not None and not spec.base_url and LOCAL_PROVIDER in preset.providers
 
 
 @dataclass(frozen=True)
