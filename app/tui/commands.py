@@ -5,7 +5,7 @@ own actions (`chat_commands`), each naming its key."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from textual.app import SystemCommand
@@ -19,10 +19,10 @@ from .screens.chat import ChatScreen, find_chat
 
 
 class PresetCommands(Provider):
-    def _entries(self) -> list[tuple[str, str, object]]:
+    def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
         chat = find_chat(self.app)
         presets = chat.host.config.presets  # the config's own presets, not a session's ad hoc one
-        entries: list[tuple[str, str, object]] = []
+        entries: list[tuple[str, str, Callable[[], object]]] = []
         for name in sorted(presets):
             preset = presets[name]
             help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"
@@ -31,21 +31,21 @@ class PresetCommands(Provider):
 
     async def discover(self) -> Hits:
         for command, help_text, callback in self._entries():
-            yield DiscoveryHit(command, callback, help=help_text)  # type: ignore[arg-type]
+            yield DiscoveryHit(command, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for command, help_text, callback in self._entries():
             score = matcher.match(command)
             if score > 0:
-                yield Hit(score, matcher.highlight(command), callback, help=help_text)  # type: ignore[arg-type]
+                yield Hit(score, matcher.highlight(command), callback, help=help_text)
 
 
 class ModelCommands(Provider):
-    def _entries(self) -> list[tuple[str, str, object]]:
+    def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
         chat = find_chat(self.app)
         config = chat.session.config
-        entries: list[tuple[str, str, object]] = []
+        entries: list[tuple[str, str, Callable[[], object]]] = []
         for name in sorted(config.providers):
             if not has_key(name, config):
                 continue  # its /models would only answer 401
@@ -75,14 +75,14 @@ class ModelCommands(Provider):
 
     async def discover(self) -> Hits:
         for command, help_text, callback in self._entries():
-            yield DiscoveryHit(command, callback, help=help_text)  # type: ignore[arg-type]
+            yield DiscoveryHit(command, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for command, help_text, callback in self._entries():
             score = matcher.match(command)
             if score > 0:
-                yield Hit(score, matcher.highlight(command), callback, help=help_text)  # type: ignore[arg-type]
+                yield Hit(score, matcher.highlight(command), callback, help=help_text)
 
 
 def chat_commands(chat: ChatScreen) -> Iterable[SystemCommand]:
