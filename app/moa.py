@@ -8,11 +8,14 @@ by `moa_chat.engine`. `call_llm` is looked up here at call time, which is what t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .config import Config, Preset, load_config
 from .engine import CancelToken, EngineObserver, MoAEngine, ReferenceFinished
-from .llm import call_llm
+from .engine.privacy import model_filter
+from .llm import ChatRequest, Timeout, call_llm
+from .llm.messages import Message, StreamOptions, ToolSpec
 from .providers import choose_start
 
 
@@ -31,16 +34,17 @@ class MoAChatCompletions:
     def create(
         self,
         *,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
         stream: bool = False,
-        timeout: Any = None,
-        stream_options: dict[str, Any] | None = None,
+        timeout: Timeout | None = None,
+        stream_options: StreamOptions | None = None,
         cancel: CancelToken | None = None,
         observer: EngineObserver | None = None,
         **_ignored: Any,
     ) -> Any:
-        """Run the references, then call the aggregator with their guidance.
+        """Run the references, then call the aggregator with their guidance; return the aggregator's
+        chat.completion, or with stream=True its raw stream of chunks (read it like the SDK's).
 
         Keyword arguments a chat-completions caller may also pass (model, temperature, ...) are accepted
         and ignored: the preset decides the models and their settings.
@@ -50,7 +54,8 @@ class MoAChatCompletions:
 
     def _engine_for(self, cancel: CancelToken | None, observer: EngineObserver | None) -> MoAEngine:
         if self._engine is None:
-            self._engine = MoAEngine(self.config, self.preset, call=_call_llm)
+            # The engine the chat runs, with the config's privacy filter on what leaves the machine.
+            self._engine = MoAEngine(self.config, self.preset, call=_call_llm, message_filter=model_filter(self.config))
         # Each call may bring its own cancel token and observer; the guidance it reuses stays.
         self._engine.cancel = cancel or CancelToken()
         self._engine.observer = observer
@@ -61,5 +66,7 @@ class MoAChatCompletions:
         return self._engine.last_references if self._engine else ()
 
 
-def _call_llm(**request: Any) -> Any:
-    return call_llm(**request)
+def _call_llm(request: ChatRequest) -> object:
+    """The engine's request in the seed's keyword form, sent through this module's `call_llm` (found here at
+    call time, where the seed's tests replace it); unreplaced, that is `llm.call_llm_request` on the wire."""
+    return call_llm(**request.as_call_kwargs())

@@ -6,7 +6,7 @@ requests, and the offline demo provider, playing a model, recognises them in wha
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 ADVISOR_PROMPT = """\
 You are an advisor on a Mixture-of-Agents panel. Several advisors answer the same conversation; \
@@ -28,17 +28,19 @@ LAYER_HEADER = "[Mixture-of-Agents — answers from the previous layer of adviso
 TOOL_RESULT_PREFIX = "[result of tool"
 
 
-def message_text(content: Any) -> str:
+def message_text(content: object) -> str:
     """The text of a message's content, whether a string or a list of content parts."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    parts = []
+    if not isinstance(content, Iterable):
+        return ""
+    parts: list[str] = []
     for part in content:
         if isinstance(part, dict):
             if part.get("type") == "text":
-                parts.append(part.get("text", ""))
+                parts.append(str(part.get("text", "")))
             elif part.get("type") in ("image_url", "input_image"):
                 parts.append("[image]")
         elif isinstance(part, str):

@@ -37,6 +37,11 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(var, raising=False)
     # Keyless starts land on the deterministic demo even where the local model is installed.
     monkeypatch.setenv("MOA_CHAT_OFFLINE_PRESET", "demo")
+    # Whether the local extra is installed changes no in-process test (the preset picker's snapshot, the `local`
+    # preset with a stand-in server): it counts as installed. A moa-chat process of its own checks for real.
+    from moa_chat.providers import lifecycle
+
+    monkeypatch.setitem(lifecycle.PREREQUISITES, "local", lambda: None)
     # An Ollama that happens to run on this machine is never asked: its default address reads as absent (the
     # chat asks it at start). Tests that want one point the ollama provider at a server of their own.
     from moa_chat.providers import ollama

@@ -1,4 +1,7 @@
-"""A tiny stdio MCP server for the tests: `add` (reads only), `remember` (changes state), `fail`."""
+"""A tiny stdio MCP server for the tests: `add` (reads only), `remember` (changes state), `fail`, and
+`environment` (the names of the variables it was started with)."""
+
+import os
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -24,6 +27,12 @@ def remember(note: str) -> str:
 def fail() -> str:
     """Always fails."""
     raise ValueError("the tiny server refuses")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def environment() -> str:
+    """The names of this server's environment variables, one a line."""
+    return "\n".join(sorted(os.environ))
 
 
 if __name__ == "__main__":

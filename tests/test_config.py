@@ -362,3 +362,13 @@ def test_start_preset_uses_a_hosted_preset_when_its_key_is_set(home, monkeypatch
 def test_explicit_preset_wins_over_everything(home, monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
     assert choose_start(load_config(), "local").preset.name == "local"
+
+
+def test_tool_env_takes_core_or_all_and_names_its_line(home):
+    from conftest import write_config
+    from moa_chat.config import ConfigError, load_config
+
+    assert load_config(write_config(home, "tool_env: all\n")).tool_env == "all"
+    assert load_config(write_config(home, "tools: [read_file]\n")).tool_env == "core"
+    with pytest.raises(ConfigError, match=r"config.yaml:2.*tool_env must be `core`"):
+        load_config(write_config(home, "tools: [read_file]\ntool_env: everything\n"))

@@ -18,6 +18,7 @@ KEYS = [
     "tools",
     "max_iterations",
     "mcp_servers",
+    "tool_env",
     "tool_env_allow",
     "network",
     "connect_timeout",

@@ -137,3 +137,53 @@ async def test_help_and_palette_name_a_remapped_key(home):
         assert "**F3**" not in text
         welcome = str(app.chat.query_one(".welcome").render())
         assert "F12 help" in welcome
+
+
+def test_the_session_starts_the_servers_it_is_given_before_the_first_call(home, llm_server, wire_config):
+    """The server starter is a dependency the session is handed (not detected from how calls are wired)."""
+    config = wire_config()
+    started: list[str] = []
+
+    def starter(name, config, *, report=None, abandon=None):
+        started.append(name)
+        assert not llm_server.requests  # before any request leaves
+        return None
+
+    result = ChatSession(config, config.preset("wire"), servers=starter).send("hello")
+    assert result.status == "ok" and started == ["wire"]
+
+
+def test_a_server_that_cannot_start_ends_the_turn_with_its_reason(home, llm_server, wire_config):
+    config = wire_config()
+
+    def starter(name, config, *, report=None, abandon=None):
+        raise RuntimeError("the local model would not load")
+
+    result = ChatSession(config, config.preset("wire"), servers=starter).send("hello")
+    assert result.status == "failed" and "would not load" in (result.error or "")
+    assert not llm_server.requests
+
+
+def test_a_scripted_call_needs_no_wire_and_no_servers(home, wire_config):
+    """A session given its own CallLLM (answers scripted, no server) and no server starter runs a whole turn."""
+    from moa_chat.llm import ChatRequest
+
+    config = wire_config()
+    asked: list[ChatRequest] = []
+
+    def answer(request: ChatRequest) -> dict[str, object]:
+        asked.append(request)
+        text = f"{request.task} from {request.model}"
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+    session = ChatSession(config, config.preset("wire"), call=answer, servers=None)
+    result = session.send("hello")
+    assert result.status == "ok" and result.text == "moa_aggregator from agg"
+    assert sorted(r.model for r in asked) == ["agg", "ref-a", "ref-b", "ref-c"]
+    aggregator = next(r for r in asked if r.task == "moa_aggregator")
+    assert (
+        aggregator.stream
+        and aggregator.max_retries == 0
+        and aggregator.messages[0] == {"role": "user", "content": "hello"}
+    )
+    assert session.messages[-1] == {"role": "assistant", "content": "moa_aggregator from agg"}

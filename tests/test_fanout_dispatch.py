@@ -14,7 +14,7 @@ from moa_chat.engine import (
     ReferencesSent,
     ReferenceStarted,
 )
-from moa_chat.llm import call_llm, sending
+from moa_chat.llm import ChatRequest, call_llm, sending
 from moa_chat.moa import MoAChatCompletions
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.bridge import CoreEvent, TurnBridge
@@ -54,8 +54,8 @@ def test_the_fanout_says_once_when_all_its_requests_have_left(wire_config, llm_s
 def test_a_substituted_call_counts_as_sent_when_it_returns(wire_config):
     config = wire_config()
 
-    def answer(**request: object) -> dict[str, object]:
-        text = "the aggregator" if request["model"] == "agg" else "a reference"
+    def answer(request: ChatRequest) -> dict[str, object]:
+        text = "the aggregator" if request.model == "agg" else "a reference"
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
     events: list[object] = []

@@ -105,7 +105,8 @@ def test_presets_can_name_a_whole_mcp_server_in_tools(home, llm_server, tmp_path
     hub = McpHub(config.mcp_servers).start()
     try:
         registry, warnings = tools_for(config, config.preset("wire"), Workspace(tmp_path), hub)
-        assert registry.names() == ["read_file", "tiny__add", "tiny__remember", "tiny__fail"] and not warnings
+        assert registry.names() == ["read_file", "tiny__add", "tiny__remember", "tiny__fail", "tiny__environment"]
+        assert not warnings
     finally:
         hub.close()
 
@@ -119,3 +120,24 @@ def test_names_that_sanitising_or_the_64_character_cut_would_merge_stay_distinct
     renamed = _unique(second, taken)
     assert renamed not in taken and len(renamed) <= 64 and renamed.endswith("_2")
     assert _unique(second, {first, renamed}).endswith("_3")
+
+
+def test_a_server_gets_the_tool_environment_policy_plus_its_own_env(home, llm_server, tmp_path, monkeypatch):
+    """The same allowlist as commands run by tools (`tool_env: core`), then the server's own `env:`."""
+    from moa_chat.session import ChatSession
+
+    monkeypatch.setenv("PGPASSWORD", "pg-value-123456")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    servers = TINY_SERVER + "    env: {TINY_SETTING: on}\n"
+    config = _config(home, llm_server, servers)
+    call = ScriptedToolCall("tiny__environment", "{}", id="e1")
+    llm_server.script("agg", [Reply(tool_calls=[call]), Reply(text="seen")])
+    session = ChatSession(config, config.preset("wire"), allow_all=True)
+    try:
+        session.start_mcp()
+        result = session.send("what do you see?")
+    finally:
+        session.close()
+    names = next(m["content"] for m in result.new_messages if m["role"] == "tool").split()
+    assert {"PATH", "HOME", "LANG", "TINY_SETTING"} <= set(names)
+    assert "PGPASSWORD" not in names and "MOA_CHAT_HOME" not in names

@@ -5,6 +5,7 @@ the loopback server, through the real openai SDK, as a user runs `moa-chat ask`.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -211,34 +212,65 @@ async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_
 FAKE_KEY = "sk-moa-test-7c1e5b9a3d2f4e6a8b0c1d2e3f4a5b6c"
 
 
-def test_commands_run_by_tools_do_not_see_keys(wire_config, llm_server, home, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("WIRE_API_KEY", FAKE_KEY)
-    monkeypatch.setenv("MY_SERVICE_TOKEN", "token-value-123456")
-    monkeypatch.setenv("DEPLOY_SECRET", "secret-value-123456")
-    monkeypatch.setenv("GITHUB_TOKEN", "allowed-value-123456")
-    monkeypatch.setenv("PLAIN_SETTING", "plain-value")
+def _environment_seen(llm_server, home, extra: str = "") -> str:
     from conftest import WIRE_CONFIG, write_config
+    from moa_chat.config import load_config
 
     write_config(
         home,
         WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
             "    max_retries: 0", "    max_retries: 0\n    api_key_env: WIRE_API_KEY"
         )
-        + "tool_env_allow: [GITHUB_TOKEN]\n",
+        + "tool_env_allow: [GITHUB_TOKEN]\n"
+        + extra,
     )
-    from moa_chat.config import load_config
-
     config = load_config()
     command = ScriptedToolCall("run_command", json.dumps({"command": [sys.executable, "-c", DUMP_ENV]}))
     llm_server.script("agg", [Reply(tool_calls=[command]), Reply(text="done")])
     session = ChatSession(config, config.preset("wire"), allow_all=True)
     result = session.send("show me the environment")
     assert result.status == "ok", result.error
-    output = next(m["content"] for m in result.new_messages if m["role"] == "tool")
-    assert "PLAIN_SETTING=plain-value" in output and "GITHUB_TOKEN=allowed-value-123456" in output
-    for hidden in (FAKE_KEY, "token-value-123456", "secret-value-123456"):
-        assert hidden not in output
+    return next(m["content"] for m in result.new_messages if m["role"] == "tool")
+
+
+SECRETS = {
+    "WIRE_API_KEY": FAKE_KEY,
+    "MY_SERVICE_TOKEN": "token-value-123456",
+    "DEPLOY_SECRET": "secret-value-123456",
+    "PGPASSWORD": "pg-value-123456",
+    "OPENAI_KEY": "openai-value-123456",
+    "DATABASE_URL": "postgres://u:pw-value-123456@db/x",
+    "SLACK_WEBHOOK_URL": "https://hooks.example/slack-value-123456",
+    "AUTH": "auth-value-123456",
+}
+
+
+def test_commands_run_by_tools_get_an_allowlisted_environment(wire_config, llm_server, home, tmp_path, monkeypatch):
+    """The default `tool_env: core`: the core set and what tool_env_allow names, nothing else. The names a
+    blocklist of secret-looking names let through (PGPASSWORD, DATABASE_URL, …) are withheld like the rest;
+    this test said PLAIN_SETTING passed when the environment was a blocklist."""
+    monkeypatch.chdir(tmp_path)
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GITHUB_TOKEN", "allowed-value-123456")
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    output = _environment_seen(llm_server, home)
+    assert "GITHUB_TOKEN=allowed-value-123456" in output and "LC_ALL=C.UTF-8" in output
+    assert f"PATH={os.environ['PATH']}" in output and f"HOME={os.environ['HOME']}" in output
+    assert "PLAIN_SETTING" not in output
+    for name, value in SECRETS.items():
+        assert name not in output and value not in output
+
+
+def test_tool_env_all_passes_everything_but_the_providers_keys(wire_config, llm_server, home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value")
+    output = _environment_seen(llm_server, home, "tool_env: all\n")
+    assert "PLAIN_SETTING=plain-value" in output and "PGPASSWORD=pg-value-123456" in output
+    assert FAKE_KEY not in output and "WIRE_API_KEY" not in output
 
 
 DUMP_ENV = "import os; print('\\n'.join(f'{k}={v}' for k, v in sorted(os.environ.items())))"

@@ -110,8 +110,8 @@ def test_the_engine_reads_plain_chunks(wire_config, llm_server, monkeypatch: pyt
     config = wire_config()
     llm_server.script("agg", Reply(text="the answer, in a few words"))
     slot = config.preset("wire").aggregator
-    request = {"provider": "wire", "model": "agg", "messages": QUESTION, "config": config, "stream": True}
-    call = ModelCall(role="aggregator", slot=slot, request=request, call=llm.call_llm, cancel=CancelToken())
+    request = llm.ChatRequest(model="agg", messages=QUESTION, provider="wire", stream=True, config=config)
+    call = ModelCall(role="aggregator", slot=slot, request=request, call=llm.call_llm_request, cancel=CancelToken())
     texts: list[str] = []
     call.run(texts.append)
     assert "".join(texts) == "the answer, in a few words"

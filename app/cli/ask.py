@@ -7,7 +7,6 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Any
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
@@ -169,7 +168,7 @@ def _send_interruptibly(
     return box["result"]
 
 
-def _as_json(preset: Preset, result: TurnResult) -> dict[str, Any]:
+def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
     references = [
         {
             "index": r.index,

@@ -1,7 +1,7 @@
 """Configuration: the typed model, config.yaml and the bundled presets, paths, and remembered settings."""
 
 from .builtin_providers import BUILTIN_PROVIDERS, DEMO_PROVIDER
-from .loader import bundled_presets, load_config, load_config_text
+from .loader import load_config, load_config_text
 from .model import (
     Config,
     ConfigError,
@@ -12,6 +12,7 @@ from .model import (
     UnknownPresetError,
 )
 from .paths import config_home, data_home, default_config_path
+from .preset_parsing import bundled_presets
 
 __all__ = [
     "BUILTIN_PROVIDERS",

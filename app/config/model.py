@@ -6,13 +6,18 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict, get_args
 
 from .pricing import BUNDLED_PRICES, FREE, FREE_PROVIDERS, Price
 
 DEFAULT_MAX_WORKERS = 8
 DEFAULT_MAX_ITERATIONS = 10
-FANOUT_MODES = ("user_turn", "per_iteration")
+FanoutMode = Literal["user_turn", "per_iteration"]
+FANOUT_MODES: tuple[FanoutMode, ...] = get_args(FanoutMode)
+PrivacyMode = Literal["off", "display", "full"]
+ToolEnvPolicy = Literal["core", "all"]
+TOOL_ENV_POLICIES: tuple[ToolEnvPolicy, ...] = get_args(ToolEnvPolicy)
+PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
 BUNDLED_PREFIX = "presets/"
 
 
@@ -39,7 +44,7 @@ class Slot:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     timeout: float | None = None
-    extra_body: dict[str, Any] | None = None
+    extra_body: dict[str, object] | None = None  # sent as written, beside the request's own fields
     enabled: bool = True
     samples: int = 1  # Self-MoA: ask this model this many times (references only)
 
@@ -59,7 +64,7 @@ class Preset:
     reference_timeout: float | None = None
     max_workers: int = DEFAULT_MAX_WORKERS
     tools: tuple[str, ...] | None = None  # None: the global `tools:` setting applies
-    fanout: Literal["user_turn", "per_iteration"] = "user_turn"
+    fanout: FanoutMode = "user_turn"
     max_iterations: int | None = None
     source: str = ""
     system_prompt: str | None = None  # None: the global `system_prompt:` applies
@@ -85,6 +90,16 @@ class Preset:
         return self.source.startswith(BUNDLED_PREFIX)
 
 
+class NetworkOverrides(TypedDict, total=False):
+    """Some of NetworkLimits' fields, as a provider or `network:` sets them (None: that time limit is off)."""
+
+    connect_timeout: float | None
+    first_token_timeout: float | None
+    stall_timeout: float | None
+    max_retries: int
+    max_retry_wait: float
+
+
 @dataclass(frozen=True)
 class NetworkLimits:
     """How long to wait and how often to try again; `network:` in config.yaml, a provider may override.
@@ -99,7 +114,7 @@ class NetworkLimits:
     max_retries: int = 2  # transient failures before any answer text; never after it
     max_retry_wait: float = 30.0  # a Retry-After longer than this fails at once, saying how long
 
-    def merged(self, overrides: dict[str, Any]) -> NetworkLimits:
+    def merged(self, overrides: NetworkOverrides) -> NetworkLimits:
         return replace(self, **overrides) if overrides else self
 
 
@@ -116,7 +131,7 @@ class ProviderConfig:
     headers: dict[str, str] = field(default_factory=dict)
     max_retries: int | None = None
     # This provider's own `network:` settings (a local server may need longer for its first byte).
-    network: dict[str, Any] = field(default_factory=dict)
+    network: NetworkOverrides = field(default_factory=lambda: NetworkOverrides())
 
 
 @dataclass(frozen=True)
@@ -138,7 +153,9 @@ class Config:
     tools: tuple[str, ...] | None = None  # None: the built-in default set
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
-    # Secret-looking variables that commands run by tools may still see (all others are withheld).
+    # What commands run by tools and MCP servers inherit: `core` (a fixed set plus tool_env_allow) or `all`
+    # (everything but the providers' keys); tools/environment.py.
+    tool_env: ToolEnvPolicy = "core"
     tool_env_allow: tuple[str, ...] = ()
     # Presets that cannot run as written (an unknown provider), with the error that says where.
     problems: dict[str, ConfigError] = field(default_factory=dict)
@@ -146,7 +163,7 @@ class Config:
     system_prompt: str | None = None
     pricing: dict[str, Price] = field(default_factory=dict)  # provider:model → price (over the bundled)
     save_traces: bool = False
-    privacy_filter: Literal["off", "display", "full"] = "off"
+    privacy_filter: PrivacyMode = "off"
 
     def traces_for(self, preset: Preset) -> bool:
         return preset.save_traces if preset.save_traces is not None else self.save_traces

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from .paths import data_home
 
@@ -21,7 +20,7 @@ def settings_path() -> Path:
     return data_home() / "settings.json"
 
 
-def load_settings() -> dict[str, Any]:
+def load_settings() -> dict[str, object]:
     try:
         data = json.loads(settings_path().read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -32,7 +31,7 @@ def load_settings() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def save_setting(key: str, value: Any) -> None:
+def save_setting(key: str, value: object) -> None:
     """Write one setting atomically (a crash mid-write never leaves a broken file)."""
     path = settings_path()
     data = load_settings()

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 
-class PositionedDict(dict):
+class PositionedDict(dict[object, object]):
     """A mapping from YAML that knows the line of each of its keys (1-based)."""
 
     line: int = 0
-    key_lines: dict[Any, int]
+    key_lines: dict[object, int]
 
-    def line_of(self, key: Any) -> int:
+    def line_of(self, key: object) -> int:
         return self.key_lines.get(key, self.line)
 
 
-class PositionedList(list):
+class PositionedList(list[object]):
     """A sequence from YAML that knows the line of each of its items (1-based)."""
 
     line: int = 0
@@ -28,7 +27,8 @@ class PositionedList(list):
         return self.item_lines[index] if 0 <= index < len(self.item_lines) else self.line
 
 
-class _PositionLoader(yaml.SafeLoader):
+# PyYAML ships no type information (mypy sees its classes as Any), hence the ignores on the two subclasses.
+class _PositionLoader(yaml.SafeLoader):  # type: ignore[misc]
     """Pure Python: slower, but its errors say more ("found character '\\t' that cannot start any token")."""
 
 
@@ -67,7 +67,7 @@ class YamlSyntaxError(Exception):
         super().__init__(f"{where}: invalid YAML: {problem}")
 
 
-def load_yaml(text: str, path: Path | str) -> Any:
+def load_yaml(text: str, path: Path | str) -> object:
     """Parse YAML text; syntax errors name the file, line and column."""
     try:
         return yaml.load(text, Loader=_FastPositionLoader)

@@ -1,5 +1,6 @@
-"""One model call, references and aggregator alike: the request, the one loop that reads its answer, its
-timings, and the ledger record it leaves.
+"""One model call, references and aggregator alike: the request (`slot_request`, the one place a
+`ChatRequest` is built from a preset's slot), the one loop that reads its answer, its timings, and the ledger
+record it leaves.
 
 Reading goes through `CancelToken`: the request runs so that a cancel returns at once (even before the
 first byte), and the open stream is closed on cancel so a blocked read ends immediately.
@@ -8,13 +9,16 @@ first byte), and the open stream is closed on cancel so a blocked read ends imme
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Literal
 
-from ..config import Slot
+from ..config import Config, Slot
 from ..config.model import NetworkLimits
-from ..config.pricing import Price
+from ..config.pricing import FREE, Price
 from ..llm import (
+    CallLLM,
+    ChatRequest,
     CutOff,
     LLMCallError,
     StreamAssembler,
@@ -29,28 +33,55 @@ from ..llm import (
     sending,
     stream_chunks,
 )
+from ..llm.messages import Message, StreamOptions, ToolSpec
+from ..llm.request import Sampling, Timeout
 from . import clock
 from .cancel import Cancelled, CancelToken
 from .events import CallRecord, CallRetrying, CallStatus, Role
 from .retry import RetryPolicy
 from .watchdog import WATCHDOG, ByteWatch
 
-CallLLM = Callable[..., Any]
+Task = Literal["moa_reference", "moa_aggregator"]
+# What the engine asks of a provider for a streamed call: usage in its last chunk, for the ledger.
+WITH_USAGE: StreamOptions = {"include_usage": True}
+# Tracing a call: its record, request and answer as one JSON-ready entry (store.traces.TraceWriter).
+Tracer = Callable[[dict[str, object]], None]
+# What leaves the machine under `privacy_filter: full`: the messages, redacted.
+MessageFilter = Callable[[Sequence[Message]], list[Message]]
 
 
-def slot_options(slot: Slot, preset_temperature: float | None) -> dict[str, Any]:
-    """The slot's settings that were set; unset ones stay off the wire so provider defaults apply."""
-    options: dict[str, Any] = {}
+def slot_request(
+    config: Config,
+    slot: Slot,
+    *,
+    task: Task,
+    messages: Sequence[Message],
+    preset_temperature: float | None,
+    tools: Sequence[ToolSpec] | None = None,
+    stream: bool = True,
+    stream_options: StreamOptions | None = None,
+    timeout: Timeout | None = None,
+    max_retries: int | None = None,
+) -> ChatRequest:
+    """The request to one slot: every reference (each sample, each layer) and the aggregator are built here.
+
+    The slot's settings that were set go in (its temperature, else the preset's for its role); unset ones
+    stay off the wire so provider defaults apply. A streamed call asks for usage unless told otherwise."""
     temperature = slot.temperature if slot.temperature is not None else preset_temperature
-    if temperature is not None:
-        options["temperature"] = temperature
-    if slot.max_tokens is not None:
-        options["max_tokens"] = slot.max_tokens
-    if slot.reasoning_effort is not None:
-        options["reasoning_effort"] = slot.reasoning_effort
-    if slot.extra_body:
-        options["extra_body"] = slot.extra_body
-    return options
+    return ChatRequest(
+        model=slot.model,
+        messages=messages,
+        provider=slot.provider,
+        task=task,
+        tools=tools,
+        sampling=Sampling(temperature=temperature, max_tokens=slot.max_tokens, reasoning_effort=slot.reasoning_effort),
+        timeout=timeout,
+        stream=stream,
+        stream_options=(stream_options if stream_options is not None else WITH_USAGE) if stream else None,
+        extra_body=slot.extra_body or None,
+        max_retries=max_retries,
+        config=config,
+    )
 
 
 class ModelCall:
@@ -66,7 +97,7 @@ class ModelCall:
         *,
         role: Role,
         slot: Slot,
-        request: dict[str, Any],
+        request: ChatRequest,
         call: CallLLM,
         cancel: CancelToken,
         index: int = 0,
@@ -76,8 +107,8 @@ class ModelCall:
         limits: NetworkLimits | None = None,
         policy: RetryPolicy | None = None,
         price: Price | None = None,
-        tracer: Callable[[dict[str, Any]], None] | None = None,
-        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        tracer: Tracer | None = None,
+        message_filter: MessageFilter | None = None,
         on_sent: Callable[[], object] | None = None,
     ) -> None:
         self.role, self.slot, self.request, self.index, self.iteration = role, slot, request, index, iteration
@@ -88,7 +119,7 @@ class ModelCall:
         self.price = price
         self.tracer = tracer
         if message_filter is not None:  # privacy_filter: full — what leaves the machine is redacted
-            self.request = {**request, "messages": message_filter(request["messages"])}
+            self.request = dataclasses.replace(request, messages=message_filter(request.messages))
         self._call = call
         self._cancel = cancel.child()
         self.limits = limits
@@ -97,7 +128,7 @@ class ModelCall:
         self.started_at: float | None = None
         self.first_token_at: float | None = None
         self.attempts = 0
-        self._response: Any = None
+        self._response: object = None
         self._watch: ByteWatch | None = None
         self._expired: str | None = None
 
@@ -167,21 +198,21 @@ class ModelCall:
             reason,
             provider=self.slot.provider,
             model=self.slot.model,
-            task=self.request.get("task"),
+            task=self.request.task,
             transient=transient,
         )
 
     # ------------------------------------------------------------------ the request
 
-    def open(self) -> Any:
-        """Send the request; returns what `call_llm` returned (a raw stream, or a complete response)."""
+    def open(self) -> object:
+        """Send the request; returns what the `CallLLM` returned (a raw stream, or a complete response)."""
         self.attempts += 1
         self._expired = None
         self._response = None
         request = self.request
         on_sent = self.on_sent
 
-        def send() -> Any:
+        def send() -> object:
             # The SDK's import (0.5-1.5 s, once a process, when the chat's warm-up has not done it yet) is not
             # the provider's time: the call's clocks, its timeout's too, start once it is loaded.
             load_sdk()
@@ -190,7 +221,7 @@ class ModelCall:
                 self.started_at = clock.monotonic()
             self._start_watch()
             with sending(on_sent) if on_sent is not None else contextlib.nullcontext():
-                return self._call(**request)
+                return self._call(request)
 
         try:
             self._response = self._cancel.call(send, discard=close_stream, name=f"moa-{self.role}-request")
@@ -204,7 +235,7 @@ class ModelCall:
             raise
         finally:
             if on_sent is not None:
-                on_sent()  # a substituted call_llm, or one that failed before its request left
+                on_sent()  # an injected CallLLM that reaches no wire, or one that failed before its request left
         if is_complete_response(self._response):
             self._stop_watch()  # nothing left to wait for
         else:
@@ -260,7 +291,7 @@ class ModelCall:
             self._expired or "timed out",
             provider=self.slot.provider,
             model=self.slot.model,
-            task=self.request.get("task"),
+            task=self.request.task,
         )
 
     # ------------------------------------------------------------------ reading
@@ -279,7 +310,7 @@ class ModelCall:
 
     def _read(self, on_text: Callable[[str], None], abandoned: Callable[[], bool]) -> None:
         response = self._response
-        if is_complete_response(response):  # a server (or a substituted call_llm) that answers in one piece
+        if is_complete_response(response):  # a server (or an injected CallLLM) that answers in one piece
             self._text(self.assembler.feed_response(response), on_text)
             return
         if response is None or not hasattr(response, "__iter__"):
@@ -306,7 +337,7 @@ class ModelCall:
                 raise CutOff(
                     provider=self.slot.provider,
                     model=self.slot.model,
-                    task=self.request.get("task"),
+                    task=self.request.task,
                     characters=self._characters(),
                     closed=closed,
                 ) from exc
@@ -319,7 +350,7 @@ class ModelCall:
             raise CutOff(
                 provider=self.slot.provider,
                 model=self.slot.model,
-                task=self.request.get("task"),
+                task=self.request.task,
                 characters=self._characters(),
             )
 
@@ -344,8 +375,8 @@ class ModelCall:
 
     def cost(self) -> float | None:
         usage = self.assembler.usage
-        if usage is None:
-            return None
+        if usage is None:  # no tokens reported: a free model (this machine's) still costs nothing
+            return 0.0 if self.price == FREE else None
         if usage.cost is not None:
             return usage.cost
         return self.price.cost(usage.prompt_tokens, usage.completion_tokens) if self.price else None
@@ -357,7 +388,7 @@ class ModelCall:
                 self.tracer(
                     {
                         **record.as_dict(),
-                        "request": self.request,
+                        "request": self.request.as_trace(),
                         "answer": self.assembler.text,
                         "reasoning": self.assembler.reasoning or None,
                         "tool_calls": [c.as_message_part() for c in self.assembler.tool_calls()] or None,

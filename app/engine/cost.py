@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..config import Config, Preset
+from ..llm.messages import Message
 from ..prompts import ADVISOR_PROMPT, message_text
 from .panel import layer_panel
 
@@ -27,13 +27,11 @@ class Estimate:
     unpriced: tuple[str, ...]  # provider:model labels with no price (left out of `dollars`)
 
 
-def tokens_of(messages: Sequence[dict[str, Any]]) -> int:
+def tokens_of(messages: Sequence[Message]) -> int:
     return sum(len(message_text(m.get("content"))) // CHARACTERS_PER_TOKEN + 4 for m in messages)
 
 
-def estimate_turn(
-    config: Config, preset: Preset, messages: Sequence[dict[str, Any]], *, solo: bool = False
-) -> Estimate:
+def estimate_turn(config: Config, preset: Preset, messages: Sequence[Message], *, solo: bool = False) -> Estimate:
     prompt = tokens_of(messages)
     dollars = 0.0
     unpriced: list[str] = []

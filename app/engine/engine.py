@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
 
 from ..config import Config, Preset
-from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, call_llm, describe_error
-from .calls import CallLLM, ModelCall, slot_options
+from ..llm import CallLLM, CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, call_llm_request, describe_error
+from ..llm.messages import Message, StreamOptions, ToolSpec
+from .calls import MessageFilter, ModelCall, Tracer, slot_request
 from .cancel import Cancelled, CancelToken
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
     CallRecord,
+    CallStatus,
     EngineObserver,
     ReferenceFinished,
     ReferenceQueued,
@@ -38,14 +39,14 @@ class MoAEngine:
         config: Config,
         preset: Preset,
         *,
-        call: CallLLM = call_llm,
+        call: CallLLM = call_llm_request,
         cancel: CancelToken | None = None,
         observer: EngineObserver | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
         solo: bool = False,
         rng: random.Random | None = None,
-        tracer: Callable[[dict[str, Any]], None] | None = None,
-        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        tracer: Tracer | None = None,
+        message_filter: MessageFilter | None = None,
     ) -> None:
         self.config, self.preset = config, preset
         # Solo: the aggregator alone, no references and no guidance (a quick question).
@@ -66,7 +67,7 @@ class MoAEngine:
 
     # ------------------------------------------------------------------ references
 
-    def run_references(self, messages: list[dict[str, Any]], *, iteration: int = 1) -> tuple[ReferenceFinished, ...]:
+    def run_references(self, messages: Sequence[Message], *, iteration: int = 1) -> tuple[ReferenceFinished, ...]:
         """Every layer of the panel, one after the other: a later layer also reads the one before."""
         results: list[ReferenceFinished] = []
         layer_results: tuple[ReferenceFinished, ...] = ()
@@ -95,7 +96,7 @@ class MoAEngine:
         self.last_references = tuple(results)
         return self.last_references
 
-    def consult(self, messages: list[dict[str, Any]], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
+    def consult(self, messages: Sequence[Message], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
         """The references' answers for this round, and whether they were reused from earlier in the turn."""
         if self.solo:
             return (), False
@@ -128,12 +129,13 @@ class MoAEngine:
 
     def _aggregator_call(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None,
         *,
         stream: bool,
-        timeout: Any = None,
-        stream_options: dict[str, Any] | None = None,
+        timeout: Timeout | None = None,
+        stream_options: StreamOptions | None = None,
+        max_retries: int | None = None,
     ) -> ModelCall:
         """Consult the references, announce the round, and prepare the aggregator's request."""
         iteration = self.iteration + 1
@@ -152,26 +154,22 @@ class MoAEngine:
                 guidance_reused=reused,
             ),
         )
-        guidance = (
+        guidance: list[Message] = (
             [] if self.solo else [guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)]
         )
-        request: dict[str, Any] = {
-            "task": "moa_aggregator",
-            "provider": aggregator.provider,
-            "model": aggregator.model,
-            "messages": [*messages, *guidance],
-            "tools": tools,
-            "config": self.config,
-            **slot_options(aggregator, self.preset.aggregator_temperature),
-        }
-        if stream:
-            request["stream"] = True
-            request["stream_options"] = stream_options if stream_options is not None else {"include_usage": True}
-            read_timeout = timeout if timeout is not None else aggregator.timeout
-            if read_timeout is not None:
-                request["timeout"] = read_timeout
-        elif aggregator.timeout is not None:
-            request["timeout"] = aggregator.timeout
+        # A streamed reply's caller may set its own read timeout (the seed's facade forwards the consumer's).
+        request = slot_request(
+            self.config,
+            aggregator,
+            task="moa_aggregator",
+            messages=[*messages, *guidance],
+            preset_temperature=self.preset.aggregator_temperature,
+            tools=tools,
+            stream=stream,
+            stream_options=stream_options,
+            timeout=timeout if stream and timeout is not None else aggregator.timeout,
+            max_retries=max_retries,
+        )
         return ModelCall(
             role="aggregator",
             slot=aggregator,
@@ -201,13 +199,13 @@ class MoAEngine:
 
     def open_aggregator(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
         *,
         stream: bool = False,
-        timeout: Any = None,
-        stream_options: dict[str, Any] | None = None,
-    ) -> Any:
+        timeout: Timeout | None = None,
+        stream_options: StreamOptions | None = None,
+    ) -> object:
         """References, then the aggregator's request; returns its response untouched (a raw stream with
         stream=True) for a caller that reads it itself."""
         call = self._aggregator_call(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
@@ -217,16 +215,16 @@ class MoAEngine:
             call.release()  # the caller reads, and keeps its own time
 
     def aggregate(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reply: StreamAssembler
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None, reply: StreamAssembler
     ) -> CallRecord:
         """One whole aggregator round: references, the streamed reply read into `reply` (a ReplyDelta per
         piece), and the round's record. On a failure or a cancel, `reply` keeps what arrived, the round is
         still recorded, and the exception (LLMCallError or Cancelled) propagates."""
-        call = self._aggregator_call(messages, tools, stream=True)
-        call.request["max_retries"] = 0  # the retries are ModelCall's: see engine/retry.py
+        # The retries are ModelCall's (see engine/retry.py), not the SDK's.
+        call = self._aggregator_call(messages, tools, stream=True, max_retries=0)
         call.assembler = reply
 
-        def finished(status: Any, error: str | None = None) -> CallRecord:
+        def finished(status: CallStatus, error: str | None = None) -> CallRecord:
             record = call.record(status, error)
             emit(self.observer, AggregatorFinished(record))
             return record

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from ..llm.usage import Usage
 
@@ -36,7 +36,7 @@ class CallRecord:
     layer: int = 1  # references of a multi-layer preset sit in layers 1..n
     cost: float | None = None  # dollars: the provider's own figure, else tokens × the configured price
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["usage"] = self.usage.as_dict() if self.usage else None
         return data
@@ -183,8 +183,10 @@ EngineEvent = (
     | CallRetrying
 )
 EngineObserver = Callable[[EngineEvent], None]
+E = TypeVar("E")
 
 
-def emit(observer: Callable[[Any], None] | None, event: object) -> None:
+def emit(observer: Callable[[E], None] | None, event: E) -> None:
+    """Report `event` to `observer`, if there is one (an event the observer's type does not take is a type error)."""
     if observer is not None:
         observer(event)

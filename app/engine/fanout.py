@@ -12,14 +12,14 @@ import collections
 import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Any
 
 from ..config import Config, Preset
-from ..llm import LLMCallError, TimedOut, describe_error
+from ..llm import CallLLM, LLMCallError, TimedOut, describe_error
+from ..llm.messages import Message
 from . import clock, threads
-from .calls import CallLLM, ModelCall, slot_options
+from .calls import MessageFilter, ModelCall, Tracer, slot_request
 from .cancel import Cancelled, CancelToken
 from .events import (
     CallStatus,
@@ -51,7 +51,7 @@ class FanOut:
         self,
         config: Config,
         preset: Preset,
-        view: list[dict[str, Any]],
+        view: Sequence[Message],
         *,
         call: CallLLM,
         cancel: CancelToken,
@@ -59,8 +59,8 @@ class FanOut:
         iteration: int = 1,
         seats: list[Seat] | None = None,
         clock_: Callable[[], float] = clock.monotonic,
-        tracer: Callable[[dict[str, Any]], None] | None = None,
-        message_filter: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        tracer: Tracer | None = None,
+        message_filter: MessageFilter | None = None,
     ) -> None:
         self.preset, self.cancel, self.observer = preset, cancel, observer
         self._now = clock_
@@ -69,20 +69,16 @@ class FanOut:
         for seat in seats if seats is not None else layer_panel(preset, 1):
             slot = seat.slot
             timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
-            request: dict[str, Any] = {
-                "task": "moa_reference",
-                "provider": slot.provider,
-                "model": slot.model,
-                "messages": view,
-                "config": config,
-                "stream": True,
-                "stream_options": {"include_usage": True},
+            request = slot_request(
+                config,
+                slot,
+                task="moa_reference",
+                messages=view,
+                preset_temperature=preset.reference_temperature,
+                timeout=timeout,
                 # Retries are ModelCall's, in sight of the fan-out: a reference dropped stays dropped.
-                "max_retries": 0,
-                **slot_options(slot, preset.reference_temperature),
-            }
-            if timeout is not None:
-                request["timeout"] = timeout
+                max_retries=0,
+            )
             # A call has its own token: a reference given up on is walked away from at once, even while it
             # still waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
             model_call = ModelCall(

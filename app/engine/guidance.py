@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
+from ..llm.messages import Message, ToolCallPart, UserMessage, assistant, system, user
 from ..prompts import (
     ADVISOR_PROMPT,
     CONTINUE_PROMPT,
@@ -29,15 +30,21 @@ def cut_middle(text: str, head: int = TOOL_RESULT_HEAD, tail: int = TOOL_RESULT_
     return f"{text[:head]}\n… [{omitted:,} characters omitted] …\n{text[-tail:]}"
 
 
-def _tool_calls_text(calls: Sequence[dict[str, Any]]) -> str:
+def _called(call: ToolCallPart, unnamed: str = "?") -> tuple[str, str]:
+    """(name, arguments) of a tool call, as far as the message says."""
+    function = call.get("function") or {}
+    return str(function.get("name", unnamed)), str(function.get("arguments", "{}"))
+
+
+def _tool_calls_text(calls: Sequence[ToolCallPart]) -> str:
     lines = []
     for call in calls:
-        function = call.get("function") or {}
-        lines.append(f"[called tool `{function.get('name', '?')}` with arguments {function.get('arguments', '{}')}]")
+        name, arguments = _called(call)
+        lines.append(f"[called tool `{name}` with arguments {arguments}]")
     return "\n".join(lines)
 
 
-def reference_view(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def reference_view(messages: Sequence[Message]) -> list[Message]:
     """The conversation as references see it.
 
     The user's system prompt is left out (it is written for the acting model, tools and all); tool calls
@@ -45,49 +52,46 @@ def reference_view(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     messages without them); consecutive turns of one role are merged (some chat templates insist on
     alternation); the view always ends on a user turn.
     """
-    view: list[dict[str, Any]] = []
+    turns: list[tuple[Literal["user", "assistant"], str]] = []
     names: dict[str, str] = {}
 
-    def add(role: str, text: str) -> None:
+    def add(role: Literal["user", "assistant"], text: str) -> None:
         if not text.strip():
             return
-        if view and view[-1]["role"] == role:
-            view[-1]["content"] += "\n\n" + text
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, f"{turns[-1][1]}\n\n{text}")
         else:
-            view.append({"role": role, "content": text})
+            turns.append((role, text))
 
     for message in messages:
-        role = message.get("role")
-        if role in ("system", "developer"):
-            continue
-        if role == "user":
+        if message["role"] == "user":
             add("user", message_text(message.get("content")))
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             calls = message.get("tool_calls") or []
             for call in calls:
-                names[call.get("id", "")] = (call.get("function") or {}).get("name", "tool")
+                names[call.get("id", "")] = _called(call, "tool")[0]
             text = message_text(message.get("content"))
             add("assistant", "\n".join(part for part in (text, _tool_calls_text(calls)) if part))
-        elif role == "tool":
+        elif message["role"] == "tool":
             name = names.get(message.get("tool_call_id", ""), message.get("name") or "tool")
             add("user", f"{TOOL_RESULT_PREFIX} `{name}`]\n{cut_middle(message_text(message.get('content')))}")
-    if not view or view[-1]["role"] != "user":
+    if not turns or turns[-1][0] != "user":
         add("user", CONTINUE_PROMPT)
-    return view
+    return [user(text) if role == "user" else assistant(text) for role, text in turns]
 
 
-def reference_messages(messages: Sequence[dict[str, Any]], earlier: str | None = None) -> list[dict[str, Any]]:
+def reference_messages(messages: Sequence[Message], earlier: str | None = None) -> list[Message]:
     """A reference's request: the advisor prompt and the view; in a later layer, the earlier layer's
     answers (`layer_message`) join the last user turn, so roles still alternate."""
     view = reference_view(messages)
     if earlier:
-        view[-1] = {**view[-1], "content": f"{view[-1]['content']}\n\n{earlier}"}
-    return [{"role": "system", "content": ADVISOR_PROMPT}, *view]
+        view[-1] = user(f"{message_text(view[-1]['content'])}\n\n{earlier}")
+    return [system(ADVISOR_PROMPT), *view]
 
 
 def guidance_message(
     results: Sequence[ReferenceFinished], *, predates_tools: bool = False, anonymous: bool = False
-) -> dict[str, Any]:
+) -> UserMessage:
     """The message placed after the history for the aggregator (after, so the prefix stays cacheable).
 
     It is a user-role message because several servers (llama.cpp templates among them) reject a system
@@ -128,7 +132,7 @@ def guidance_message(
     if unavailable:
         names = ", ".join(f"{name(n, r)} ({_STATUS_WORDS.get(r.status, r.status)})" for n, r in unavailable)
         lines += ["", f"Unavailable this turn: {names}."]
-    return {"role": "user", "content": "\n".join(lines)}
+    return user("\n".join(lines))
 
 
 def layer_message(results: Sequence[ReferenceFinished], *, anonymous: bool = False) -> str:
@@ -157,14 +161,14 @@ _STATUS_WORDS = {
 }
 
 
-def turn_key(messages: Sequence[dict[str, Any]]) -> str | None:
+def turn_key(messages: Sequence[Message]) -> str | None:
     """Identifies a user turn: the conversation up to and including its last user message."""
     for position in range(len(messages) - 1, -1, -1):
-        if messages[position].get("role") == "user":
+        if messages[position]["role"] == "user":
             return json.dumps(list(messages[: position + 1]), sort_keys=True, default=str)
     return None
 
 
-def continues_after_user(messages: Sequence[dict[str, Any]]) -> bool:
+def continues_after_user(messages: Sequence[Message]) -> bool:
     """True when the conversation goes on past its last user message (a tool-loop iteration)."""
-    return bool(messages) and messages[-1].get("role") != "user"
+    return bool(messages) and messages[-1]["role"] != "user"

@@ -41,7 +41,7 @@ class RetryPolicy:
             return None
         if error.retry_after is not None:
             return None if error.retry_after > self.max_wait else error.retry_after
-        backoff = min(MAX_DELAY, self.base_delay * 2**retries_done)
+        backoff: float = min(MAX_DELAY, self.base_delay * 2**retries_done)
         return backoff * (1 - JITTER * self.random())
 
     def refusal(self, error: LLMCallError) -> str | None:

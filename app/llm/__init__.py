@@ -1,14 +1,16 @@
 """`call_llm`: one chat-completions call to any configured OpenAI-compatible endpoint.
 
-The contract (from the seed): streaming calls return the SDK's raw stream untouched and skip response
-validation; `stream`, `stream_options` and `timeout` reach the request only when given. This module is
-where the seed names it (`agent.auxiliary_client` there), so `call_llm` and the helpers the seed's tests
-replace (`_resolve_task_provider_model`, `_get_cached_client`, `_validate_llm_response`) are looked up
-here at call time.
+`call_llm_request(ChatRequest)` is the typed way in, which the engine uses; `call_llm(**kwargs)` is the same
+call in the seed's keyword form. The contract (from the seed): streaming calls return the SDK's raw stream
+untouched and skip response validation; `stream`, `stream_options` and `timeout` reach the request only when
+given. This module is where the seed names it (`agent.auxiliary_client` there), so `call_llm` and the helpers
+the seed's tests replace (`_resolve_task_provider_model`, `_get_cached_client`, `_validate_llm_response`) are
+looked up here at call time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import Config, load_config
@@ -27,18 +29,28 @@ from .errors import (
     redact,
     retry_after,
 )
+from .messages import Message, StreamOptions, ToolSpec
 from .models import list_models
+from .request import CallLLM, ChatRequest, Sampling, Timeout
 from .stream import StreamAssembler, ToolCall, close_stream, is_complete_response, note_bytes, stream_chunks
 from .usage import Usage
 
 __all__ = [
+    "CallLLM",
+    "ChatRequest",
     "CutOff",
     "LLMCallError",
+    "Message",
+    "Sampling",
     "StreamAssembler",
+    "StreamOptions",
     "TimedOut",
+    "Timeout",
     "ToolCall",
+    "ToolSpec",
     "Usage",
     "call_llm",
+    "call_llm_request",
     "close_stream",
     "closed_midway",
     "describe_error",
@@ -77,7 +89,7 @@ def _resolve_task_provider_model(
     return provider, model, endpoint.base_url, endpoint.api_key, API_MODE
 
 
-def _validate_llm_response(response: Any, *, task: str | None, provider: str, model: str) -> Any:
+def _validate_llm_response(response: object, *, task: str | None, provider: str, model: str) -> object:
     if not is_complete_response(response):
         raise RuntimeError(f"{task or 'LLM'} call to {provider}:{model} returned a response without choices[0].message")
     return response
@@ -88,54 +100,60 @@ def call_llm(
     task: str | None = None,
     provider: str | None = None,
     model: str | None = None,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec] | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    top_p: float | None = None,
+    stop: str | tuple[str, ...] | None = None,
     reasoning_effort: str | None = None,
-    timeout: Any = None,
+    timeout: Timeout | None = None,
     stream: bool = False,
-    stream_options: dict[str, Any] | None = None,
-    extra_body: dict[str, Any] | None = None,
+    stream_options: StreamOptions | None = None,
+    extra_body: Mapping[str, object] | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
     config: Config | None = None,
     max_retries: int | None = None,
 ) -> Any:
-    """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated)."""
+    """Call a chat-completions endpoint; stream=True returns the SDK's raw stream (not validated).
+
+    The seed's keyword form of `call_llm_request`: the same request, the same wire."""
+    request = ChatRequest(
+        model=model or "",
+        messages=messages,
+        provider=provider,
+        task=task,
+        tools=tools,
+        sampling=Sampling(temperature, max_tokens, top_p, stop, reasoning_effort),
+        timeout=timeout,
+        stream=stream,
+        stream_options=stream_options,
+        extra_body=extra_body,
+        max_retries=max_retries,
+        base_url=base_url,
+        api_key=api_key,
+        config=config,
+    )
+    return call_llm_request(request)
+
+
+def call_llm_request(request: ChatRequest) -> object:
+    """Send `request` (a `CallLLM`); with `request.stream` the SDK's raw stream, else a validated complete
+    response. A provider's refusal or a network fault raises LLMCallError naming the provider and model."""
     import openai  # on first use, not at start-up (see clients.warm_up)
 
-    config = config or load_config()
+    task = request.task
+    config = request.config or load_config()
     provider, model, base_url, api_key, _mode = _resolve_task_provider_model(
-        task, provider, model, base_url, api_key, config=config
+        task, request.provider, request.model, request.base_url, request.api_key, config=config
     )
     client, model = _get_cached_client(provider, model, base_url, api_key, config=config)
-    # The messages go in the body as they are, beside the SDK's typed transform rather than through it: the
-    # transform walks every message and part against its TypedDict (about 0.2 ms a message, so 90 ms of CPU
-    # per request in a 200-turn conversation, for every reference at once, holding the GIL), and for chat
-    # messages it changes nothing. The body on the wire is the same, `messages` in its usual place.
-    request: dict[str, Any] = {
-        "model": model,
-        "messages": [],
-        "extra_body": {**(extra_body or {}), "messages": messages},
-    }
-    if tools:
-        request["tools"] = tools
-    if temperature is not None:
-        request["temperature"] = temperature
-    if max_tokens is not None:
-        request["max_tokens"] = max_tokens
-    if reasoning_effort is not None:
-        request["reasoning_effort"] = reasoning_effort
-    if timeout is not None:
-        request["timeout"] = timeout
-    if stream:
-        request["stream"] = True
-        if stream_options is not None:
-            request["stream_options"] = stream_options
+    body = _sdk_body(request, model)
     try:
+        max_retries = request.max_retries
         sdk = client if max_retries is None else client.with_options(max_retries=max_retries)
-        response = sdk.chat.completions.create(**request)
+        response: object = sdk.chat.completions.create(**body)
     except openai.OpenAIError as exc:
         # A provider may echo the request's Authorization header or the key itself: never pass that on.
         reason = redact(describe_call_error(exc, base_url=base_url, provider=provider), (api_key,))
@@ -148,6 +166,40 @@ def call_llm(
             transient=is_transient(exc),
             retry_after=retry_after(exc),
         ) from exc
-    if stream:
+    if request.stream:
         return response
     return _validate_llm_response(response, task=task, provider=provider, model=model)
+
+
+def _sdk_body(request: ChatRequest, model: str) -> dict[str, Any]:
+    """The keyword arguments of the SDK's `chat.completions.create` (its own loosely typed boundary).
+
+    The messages go in the body as they are, beside the SDK's typed transform rather than through it: the
+    transform walks every message and part against its TypedDict, a cost that grows with the conversation and
+    is paid for every reference at once while holding the GIL, and for chat messages it changes nothing. The
+    body on the wire is the same, `messages` in its usual place."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [],
+        "extra_body": {**(request.extra_body or {}), "messages": request.messages},
+    }
+    if request.tools:
+        body["tools"] = request.tools
+    sampling = request.sampling
+    if sampling.temperature is not None:
+        body["temperature"] = sampling.temperature
+    if sampling.max_tokens is not None:
+        body["max_tokens"] = sampling.max_tokens
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    if sampling.stop is not None:
+        body["stop"] = sampling.stop if isinstance(sampling.stop, str) else list(sampling.stop)
+    if sampling.reasoning_effort is not None:
+        body["reasoning_effort"] = sampling.reasoning_effort
+    if request.timeout is not None:
+        body["timeout"] = request.timeout
+    if request.stream:
+        body["stream"] = True
+        if request.stream_options is not None:
+            body["stream_options"] = request.stream_options
+    return body

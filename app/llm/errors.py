@@ -116,10 +116,11 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIConnectionError):
         return True
     if isinstance(exc, openai.APIStatusError):
-        should = exc.response.headers.get("x-should-retry")
+        should: str | None = exc.response.headers.get("x-should-retry")
         if should in ("true", "false"):
             return should == "true"
-        return exc.status_code in TRANSIENT_STATUSES or exc.status_code >= 500
+        status: int = exc.status_code
+        return status in TRANSIENT_STATUSES or status >= 500
     return False
 
 

@@ -18,12 +18,14 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
+from .messages import ToolCallPart
 from .usage import Usage
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
+def _get(obj: object, key: str, default: Any = None) -> Any:
+    """A field of a chunk or response, whether an SDK model or the JSON's dict (what it holds is the server's)."""
     if obj is None:
         return default
     if isinstance(obj, dict):
@@ -59,7 +61,7 @@ class ToolCall:
             return None, f"the arguments must be a JSON object, not {type(value).__name__}"
         return value, None
 
-    def as_message_part(self) -> dict[str, Any]:
+    def as_message_part(self) -> ToolCallPart:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
@@ -110,7 +112,7 @@ class StreamAssembler:
     def reasoning(self) -> str:
         return "".join(self._reasoning)
 
-    def feed(self, chunk: Any) -> str:
+    def feed(self, chunk: object) -> str:
         """Take one chunk; return the answer text it added (may be empty)."""
         self.chunks += 1
         usage = _get(chunk, "usage")
@@ -141,7 +143,7 @@ class StreamAssembler:
             self.answer_chunks += 1
         return text
 
-    def _feed_tool_call(self, delta: Any) -> None:
+    def _feed_tool_call(self, delta: object) -> None:
         index = _get(delta, "index")
         call_id = _get(delta, "id") or ""
         function = _get(delta, "function")
@@ -187,7 +189,7 @@ class StreamAssembler:
             calls.append(ToolCall(id=builder.id or f"call_{n}", name=builder.name, arguments=builder.args_text()))
         return calls
 
-    def feed_response(self, response: Any) -> str:
+    def feed_response(self, response: object) -> str:
         """Take a complete (non-streamed) response; return its text."""
         self.usage = Usage.from_sdk(_get(response, "usage"))
         choices = _get(response, "choices") or ()
@@ -210,13 +212,13 @@ class StreamAssembler:
         return text
 
 
-def is_complete_response(result: Any) -> bool:
+def is_complete_response(result: object) -> bool:
     """A full chat.completion (has choices[0].message) rather than a chunk stream."""
     choices = _get(result, "choices")
     return bool(choices) and _get(choices[0], "message") is not None
 
 
-def stream_chunks(stream: Any) -> Iterable[Any]:
+def stream_chunks(stream: object) -> Iterable[object]:
     """The chunks of a streamed answer, in order.
 
     An SDK stream is read one level down: each SSE event's JSON, as a dict. The SDK makes a model object of
@@ -227,18 +229,18 @@ def stream_chunks(stream: Any) -> Iterable[Any]:
     """
     openai, response = sys.modules.get("openai"), _http_response(stream)
     if openai is None or response is None or not isinstance(stream, openai.Stream):
-        return stream
+        return cast(Iterable[object], stream)  # a substituted call_llm's answer; ModelCall checked it iterates
     return _sse_chunks(response, openai, sys.modules["httpx2"])
 
 
-def _http_response(stream: Any) -> Any:
+def _http_response(stream: object) -> Any:
     """The HTTP response under an SDK stream; None for anything else (a substituted `call_llm`'s answer)."""
     httpx = sys.modules.get("httpx2")  # loaded whenever such a response exists
     response = getattr(stream, "response", None)
     return response if httpx is not None and isinstance(response, httpx.Response) else None
 
 
-def _sse_chunks(response: Any, openai: Any, httpx: Any) -> Iterator[dict[str, Any]]:
+def _sse_chunks(response: Any, openai: Any, httpx: Any) -> Iterator[object]:
     data: list[str] = []
     try:
         for line in response.iter_lines():
@@ -291,7 +293,7 @@ def _noted_bytes_type() -> type:
     return NotedBytes
 
 
-def note_bytes(stream: Any, on_bytes: Callable[[], None]) -> bool:
+def note_bytes(stream: object, on_bytes: Callable[[], None]) -> bool:
     """Call `on_bytes` for every piece of an SDK stream's body, below its SSE parsing, so a provider's
     keep-alive comments count as signs of life. False when the stream is not one whose bytes we can see
     (a substituted `call_llm`); the caller then counts chunks instead."""
@@ -305,7 +307,7 @@ def note_bytes(stream: Any, on_bytes: Callable[[], None]) -> bool:
     return True
 
 
-def close_stream(stream: Any) -> None:
+def close_stream(stream: object) -> None:
     """Close an SDK stream at once, even while another thread is blocked reading it.
 
     Closing the response alone leaves a blocked read waiting for the server's next byte (measured: the

@@ -3,6 +3,7 @@
 from .endpoints import (
     Endpoint,
     MissingApiKeyError,
+    ServerStarter,
     UnknownProviderError,
     has_key,
     is_remote_keyed,
@@ -26,6 +27,7 @@ __all__ = [
     "Endpoint",
     "MissingApiKeyError",
     "Readiness",
+    "ServerStarter",
     "StartChoice",
     "UnknownProviderError",
     "choose_start",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..config import Config, ConfigError, ProviderConfig
 from . import lifecycle
@@ -64,6 +65,20 @@ def resolve_endpoint(name: str, config: Config, *, base_url: str | None = None, 
     if not base_url:
         raise UnknownProviderError(f"provider {name!r} has no base_url", path=config.path)
     return Endpoint(base_url=base_url.rstrip("/"), api_key=api_key or _PLACEHOLDER_KEY)
+
+
+class ServerStarter(Protocol):
+    """Starts a provider's server before a turn's first call (`start_server`); injected into ChatSession, so a
+    session whose calls never reach a wire is given none rather than detected."""
+
+    def __call__(
+        self,
+        name: str,
+        config: Config,
+        *,
+        report: lifecycle.Reporter | None = None,
+        abandon: Callable[[], bool] | None = None,
+    ) -> str | None: ...
 
 
 def start_server(

@@ -68,8 +68,23 @@ def _local() -> ManagedProvider:
     return LocalServer()
 
 
+def _local_unavailable() -> str | None:
+    from .local import unavailable
+
+    return unavailable()
+
+
 # Factories, so that a provider nobody uses costs nothing, not even its import.
 FACTORIES: dict[str, Callable[[], ManagedProvider]] = {DEMO_PROVIDER: _demo, "local": _local}
+# Why a provider cannot start on this machine (None: it can), asked before a preset is offered or a turn begins;
+# a provider not named here always can. A test that swaps a factory for a stand-in swaps its entry here too.
+PREREQUISITES: dict[str, Callable[[], str | None]] = {"local": _local_unavailable}
+
+
+def unavailable(name: str) -> str | None:
+    """Why the managed provider `name` cannot start here, or None."""
+    check = PREREQUISITES.get(name)
+    return check() if check is not None else None
 
 
 class _Start:

@@ -42,6 +42,7 @@ class Reply:
     status: int = 200
     error: str = "scripted error"  # the message of an HTTP error (status >= 400)
     usage: dict[str, int] | None = None  # default: estimated from the request and the reply
+    usage_chunk: bool = True  # False: no usage chunk even when the request asks for one (llama.cpp's server)
     argument_pieces: int = 4  # how many deltas each tool call's arguments are split into
     repeat_call_identity: bool = False  # llama.cpp style: id and name in every tool-call delta
     drop_after: int | None = None  # drop the connection after this many text deltas
@@ -345,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
                     delta["function"]["name"] = call.name
                 self._event(chunk({"tool_calls": [delta]}))
         self._event(chunk({}, finish=self._finish_reason(reply)))
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if reply.usage_chunk and (body.get("stream_options") or {}).get("include_usage"):
             record.usage_sent = self._usage(body, reply)
             self._event(chunk(None, usage=record.usage_sent))
         self._write_chunk(b"data: [DONE]\n\n")

@@ -6,8 +6,9 @@ import os
 from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
+from . import lifecycle
 from .endpoints import has_key, is_remote_keyed
-from .local import LOCAL_PROVIDER, extra_installed, unavailable
+from .local import extra_installed
 
 # Bundled presets worth starting on, best first, when their keys are set.
 PREFERENCE = ("frontier", "openai", "groq-fast", "together")
@@ -80,8 +81,9 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
     error, keyless references a warning."""
     if preset.name in config.problems and config.presets.get(preset.name) is preset:
         return str(config.problems[preset.name]), None
-    if _runs_local_model(config, preset) and (why := unavailable()) is not None:
-        return f"preset {preset.name!r}: the local model {why}", None
+    for name in _managed(config, preset):
+        if (why := lifecycle.unavailable(name)) is not None:
+            return f"preset {preset.name!r}: the {name} provider {why}", None
     missing = missing_keys(config, preset)
     aggregator = preset.aggregator
     if aggregator.provider in missing:
@@ -98,10 +100,11 @@ def preflight(config: Config, preset: Preset) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _runs_local_model(config: Config, preset: Preset) -> bool:
-    """Whether a slot of the preset uses the model moa-chat serves itself (not a `local` given a base_url)."""
-    spec = config.providers.get(LOCAL_PROVIDER)
-    return spec is not None and not spec.base_url and LOCAL_PROVIDER in preset.providers
+def _managed(config: Config, preset: Preset) -> list[str]:
+    """The preset's providers that moa-chat serves itself (a provider given a base_url is someone else's)."""
+    return sorted(
+        name for name in preset.providers if (spec := config.providers.get(name)) is not None and not spec.base_url
+    )
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,16 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
 from ..engine import CancelToken, ReferenceFinished, clock
-from ..engine.calls import CallLLM
 from ..engine.cost import estimate_turn
 from ..engine.events import emit
-from ..llm import call_llm, describe_error
-from ..providers import preflight, start_server
+from ..llm import CallLLM, call_llm_request, describe_error
+from ..llm.messages import Message, user
+from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
 from ..store.traces import TraceWriter
@@ -49,22 +48,28 @@ class ChatSession:
         approver: Approver | None = None,
         allow_all: bool = False,
         allow_local: bool = False,
-        call: CallLLM = call_llm,
+        call: CallLLM = call_llm_request,
+        servers: ServerStarter | None = start_server,
         store: SessionStore | None = None,
     ) -> None:
+        """`call` sends each model request (the wire, unless a caller scripts the answers); `servers` starts
+        the servers moa-chat runs itself before a turn's first call (None: start none, for calls that never
+        reach a wire)."""
         self.config = config
         self.preset = preset
         self.system_prompt: str | None = None  # for this session only (ask --system); else the config's
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
-        self.workspace = workspace or Workspace(Path.cwd(), environment=tool_environment(config))
+        environment = tool_environment(config)
+        self.workspace = workspace or Workspace(Path.cwd(), environment=environment)
         self.approval = ApprovalPolicy(approver, allow_all=allow_all, allow_local=allow_local)
-        self.mcp = McpHub(config.mcp_servers)
+        self.mcp = McpHub(config.mcp_servers, environment)
         self._mcp_started = threading.Event()
         if not config.mcp_servers:
             self._mcp_started.set()
         self._warned: set[str] = set()
         self._call = call
+        self._servers = servers
         self.store = store
         self.id: str | None = None  # the stored session, created with the first turn
         self.head_id: int | None = None  # the stored message the conversation continues from
@@ -139,7 +144,7 @@ class ChatSession:
         limit = self.preset.max_cost_per_turn
         if limit is None:
             return None
-        messages = [*self.messages, {"role": "user", "content": text}]
+        messages = [*self.messages, user(text)]
         estimate = estimate_turn(self.config, self.preset, messages, solo=solo)
         if estimate.dollars <= limit:
             return None
@@ -178,14 +183,14 @@ class ChatSession:
     ) -> TurnResult:
         """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
         references). Blocks; never raises."""
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append(user(text))
         return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo)
 
     def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
         another version of this exchange."""
         last = self._last_prompt()
-        self.messages = [*self.messages[: self._last_user_index()], {"role": "user", "content": text}]
+        self.messages = [*self.messages[: self._last_user_index()], user(text)]
         return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
 
     def rerun(
@@ -227,10 +232,10 @@ class ChatSession:
         return self.versions()
 
     def _has_prompt(self) -> bool:
-        return any(m.get("role") == "user" for m in self.messages)
+        return any(m["role"] == "user" for m in self.messages)
 
     def _last_user_index(self) -> int:
-        return max(n for n, m in enumerate(self.messages) if m.get("role") == "user")
+        return max(n for n, m in enumerate(self.messages) if m["role"] == "user")
 
     def _last_prompt(self) -> StoredMessage:
         if self.store is None or self.id is None:
@@ -322,14 +327,13 @@ class ChatSession:
         call, so the front end can show it happening: "Starting the local model…", then "ready". A server
         that cannot start ends the turn at once (status and reason), rather than failing every call in turn;
         a cancel stops the wait (the server goes on starting for the next turn)."""
-        if self._call is not call_llm:
-            return None  # calls that never reach a wire (tests) need no server
+        start = self._servers
+        if start is None:
+            return None
         slots = (preset.aggregator,) if aggregator_only else (*preset.references, preset.aggregator)
         for name in dict.fromkeys(slot.provider for slot in slots):
             try:
-                start_server(
-                    name, self.config, report=lambda event: emit(observer, event), abandon=lambda: cancel.cancelled
-                )
+                start(name, self.config, report=lambda event: emit(observer, event), abandon=lambda: cancel.cancelled)
             except StartAbandoned:
                 return "cancelled", CANCELLED
             except Exception as exc:

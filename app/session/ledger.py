@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
 
 from ..engine.events import AggregatorFinished, CallRecord, ReferenceFinished, Role
 from ..llm.usage import Usage, sum_usage
@@ -55,7 +54,7 @@ class UsageLedger:
         one role's."""
         return all(r.cost is not None for r in self._of(role) if r.usage is not None)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         cost = self.cost()
         return {
             **self.usage().as_dict(),

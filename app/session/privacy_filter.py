@@ -1,49 +1,17 @@
-"""`privacy_filter:` applied where it belongs: `display` to what the chat shows and traces keep, `full`
-also to what the models receive (the patterns themselves live in moa_chat.text.redaction)."""
+"""`privacy_filter:` applied to what the chat shows and traces keep (`display` and `full`); what the models
+receive under `full` is the engine's (engine.privacy), and the patterns live in moa_chat.text.redaction."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar, cast
 
-from ..config import Config
 from ..engine.events import ReplyDelta
-from ..text.redaction import apply
+from ..engine.privacy import privacy_scrub as privacy_scrub  # where the chat and `ask` find it
+from .turn_events import Event, Observer
 
-
-def privacy_scrub(config: Config, *, for_models: bool) -> Callable[[str], str] | None:
-    """The function that redacts text for this use, or None when the filter leaves it alone."""
-    mode = config.privacy_filter
-    if mode == "off" or (for_models and mode != "full"):
-        return None
-    return lambda text: apply(mode, text, for_models=for_models)
-
-
-def scrub_messages(messages: list[dict[str, Any]], scrub: Callable[[str], str]) -> list[dict[str, Any]]:
-    """Messages with their text redacted (string content and text parts; tool-call arguments too)."""
-    out = []
-    for message in messages:
-        copy = dict(message)
-        content = copy.get("content")
-        if isinstance(content, str):
-            copy["content"] = scrub(content)
-        elif isinstance(content, list):
-            copy["content"] = [
-                {**part, "text": scrub(part["text"])}
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-                else part
-                for part in content
-            ]
-        if copy.get("tool_calls"):
-            copy["tool_calls"] = [
-                {**call, "function": {**call["function"], "arguments": scrub(call["function"].get("arguments", ""))}}
-                if isinstance(call.get("function"), dict)
-                else call
-                for call in copy["tool_calls"]
-            ]
-        out.append(copy)
-    return out
+T = TypeVar("T")
 
 
 class DisplayScrub:
@@ -54,11 +22,11 @@ class DisplayScrub:
     two deltas is still seen whole (a key, an address or a token has no spaces); a private-key block is held
     until its END line."""
 
-    def __init__(self, observer: Callable[[Any], None], scrub: Callable[[str], str]) -> None:
+    def __init__(self, observer: Observer, scrub: Callable[[str], str]) -> None:
         self._observer, self._scrub = observer, scrub
         self._held = ""
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         if isinstance(event, ReplyDelta):
             self._held += event.text
             cut = max(self._held.rfind(" "), self._held.rfind("\n"), self._held.rfind("\t"))
@@ -77,15 +45,15 @@ class DisplayScrub:
             self._observer(ReplyDelta(self._scrub(held)))
 
 
-def scrubbed_event(event: Any, scrub: Callable[[str], str]) -> Any:
+def scrubbed_event(event: T, scrub: Callable[[str], str]) -> T:
     """`event` with its text fields redacted (a frozen dataclass: a copy)."""
     if not dataclasses.is_dataclass(event) or isinstance(event, type):
         return event
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for field in dataclasses.fields(event):
         value = getattr(event, field.name)
         if isinstance(value, str) and value:
             changes[field.name] = scrub(value)
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             changes[field.name] = scrubbed_event(value, scrub)
-    return dataclasses.replace(event, **changes) if changes else event
+    return cast(T, dataclasses.replace(event, **changes)) if changes else event

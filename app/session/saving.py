@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from ..config import Preset
 from ..engine import AggregatorFinished, ReferenceFinished, ReplyDelta, clock
 from ..engine.events import emit
+from ..llm.messages import Message, user
 from ..store import SessionStore, StoredCall, StoreError
 from .turn import TurnResult
 from .turn_events import Event, Notice, Observer
@@ -51,7 +52,7 @@ class TurnSaver:
     ) -> TurnSaver:
         """A new prompt under `parent_id`, or (user_id) a stored one answered again."""
         if user_id is None:
-            user_id = store.add_message(session_id, {"role": "user", "content": prompt or ""}, parent_id=parent_id)
+            user_id = store.add_message(session_id, _stored(user(prompt or "")), parent_id=parent_id)
         turn_id = store.begin_turn(session_id, user_id, preset, kind=kind)
         return cls(store, session_id, user_id, turn_id, observer)
 
@@ -95,7 +96,7 @@ class TurnSaver:
                 status=result.status,
                 error=result.error,
                 seconds=result.seconds,
-                messages=result.new_messages,
+                messages=[_stored(message) for message in result.new_messages],
                 calls=self.calls,
                 partial_id=self._partial_id,
                 solo=result.solo,
@@ -112,7 +113,13 @@ class TurnSaver:
             emit(self.observer, Notice(f"This turn could not be saved to {self.store.file}: {exc}", "warning"))
 
 
-def saved_messages(store: SessionStore, session_id: str) -> tuple[list[dict[str, Any]], int | None]:
+def saved_messages(store: SessionStore, session_id: str) -> tuple[list[Message], int | None]:
     """The conversation of a stored session, ready to continue, and the id of its last message."""
     path = store.path(session_id)
-    return [m.as_chat() for m in path], (path[-1].id if path else None)
+    # StoredMessage.as_chat writes a chat message (role, content, tool_calls, tool_call_id) as a plain dict.
+    return [cast(Message, m.as_chat()) for m in path], (path[-1].id if path else None)
+
+
+def _stored(message: Message) -> dict[str, Any]:
+    """A message as the store takes it (a plain dict: the store does not know the message types)."""
+    return dict(message)

@@ -8,18 +8,29 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, cast
 
 from ..config import Config, Preset
 from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
-from ..engine.calls import CallLLM
+from ..engine.calls import Tracer
 from ..engine.events import emit
-from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, call_llm, describe_error
+from ..engine.privacy import model_filter
+from ..llm import (
+    CallLLM,
+    CutOff,
+    LLMCallError,
+    StreamAssembler,
+    TimedOut,
+    ToolCall,
+    Usage,
+    call_llm_request,
+    describe_error,
+)
+from ..llm.messages import Message, ToolMessage, ToolSpec, assistant, system, tool_result
 from ..tools import ApprovalPolicy, ApprovalRequest, Decision, ToolRegistry
 from .ledger import UsageLedger
-from .privacy_filter import privacy_scrub, scrub_messages
 from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
 
 TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
@@ -39,7 +50,7 @@ class TurnResult:
     seconds: float
     references: tuple[ReferenceFinished, ...]  # the last fan-out's answers
     ledger: UsageLedger = field(default_factory=UsageLedger)
-    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    new_messages: list[Message] = field(default_factory=list)
     iterations: int = 0
     warning: str | None = None  # a reply the provider stopped early (max_tokens, content filter)
     solo: bool = False  # the aggregator alone, no references
@@ -70,12 +81,12 @@ class Turn:
         tools: ToolRegistry | None = None,
         approval: ApprovalPolicy | None = None,
         max_iterations: int | None = None,
-        call: CallLLM = call_llm,
+        call: CallLLM = call_llm_request,
         references: tuple[ReferenceFinished, ...] | None = None,
         system_prompt: str | None = None,
         solo: bool = False,
         rng: random.Random | None = None,
-        tracer: Callable[[dict[str, Any]], None] | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.config, self.preset = config, preset
         self.solo, self._rng, self._tracer = solo, rng, tracer
@@ -95,7 +106,7 @@ class Turn:
         self.ledger.observe(event)
         emit(self.observer, event)
 
-    def run(self, messages: list[dict[str, Any]]) -> TurnResult:
+    def run(self, messages: Sequence[Message]) -> TurnResult:
         started = clock.monotonic()
         engine = MoAEngine(
             self.config,
@@ -107,18 +118,18 @@ class Turn:
             solo=self.solo,
             rng=self._rng,
             tracer=self._tracer,
-            message_filter=_message_filter(self.config),
+            message_filter=model_filter(self.config),
         )
         conversation = list(messages)
-        if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
-            conversation.insert(0, {"role": "system", "content": self.system_prompt})
-        added: list[dict[str, Any]] = []
+        if self.system_prompt and not (conversation and conversation[0]["role"] == "system"):
+            conversation.insert(0, system(self.system_prompt))
+        added: list[Message] = []
         texts: list[str] = []
         status: TurnStatus = "ok"
         error: str | None = None
         warning: str | None = None
         aggregator = self.preset.aggregator
-        schemas = (self.tools.schemas() or None) if self.tools else None
+        schemas = _tool_specs(self.tools)
         try:
             while True:
                 if engine.iteration >= self.max_iterations:
@@ -143,9 +154,7 @@ class Turn:
                 if reply.text:
                     texts.append(reply.text)
                 if reply.text or calls:
-                    message: dict[str, Any] = {"role": "assistant", "content": reply.text or ""}
-                    if calls:
-                        message["tool_calls"] = [call.as_message_part() for call in calls]
+                    message = assistant(reply.text or "", [call.as_message_part() for call in calls])
                     conversation.append(message)
                     added.append(message)
                 if not calls:
@@ -187,25 +196,27 @@ class Turn:
             reference_order=engine.reference_order,
         )
 
-    def _keep_partial(self, texts: list[str], added: list[dict[str, Any]], why: str) -> None:
+    def _keep_partial(self, texts: list[str], added: list[Message], why: str) -> None:
         """Whatever streamed before a failure or cancel stays in the conversation, and the conversation
         stays valid: a tool call left without its tool message would make every later request fail."""
-        answered = {m.get("tool_call_id") for m in added if m.get("role") == "tool"}
+        answered = {m["tool_call_id"] for m in added if m["role"] == "tool"}
         for message in list(added):
+            if message["role"] != "assistant":
+                continue
             for part in message.get("tool_calls") or []:
                 if part["id"] not in answered:
-                    added.append({"role": "tool", "tool_call_id": part["id"], "content": why})
+                    added.append(tool_result(part["id"], why))
                     answered.add(part["id"])
         if self._reply is not None and self._reply.text:
             texts.append(self._reply.text)
-            added.append({"role": "assistant", "content": self._reply.text})
+            added.append(assistant(self._reply.text))
         self._reply = None
 
     # ------------------------------------------------------------------ tools
 
-    def _run_tools(self, calls: list[ToolCall], iteration: int) -> list[dict[str, Any]]:
+    def _run_tools(self, calls: list[ToolCall], iteration: int) -> list[ToolMessage]:
         """One tool message per call, in order; calls left when the turn is cancelled say so."""
-        replies = []
+        replies: list[ToolMessage] = []
         for call in calls:
             if self.cancel.cancelled:
                 replies.append(_tool_message(call, CANCELLED))
@@ -279,12 +290,13 @@ class Turn:
         return result
 
 
-def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call.id, "content": content}
+def _tool_message(call: ToolCall, content: str) -> ToolMessage:
+    return tool_result(call.id, content)
 
 
-def _message_filter(config: Config) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None:
-    scrub = privacy_scrub(config, for_models=True)
-    if scrub is None:
+def _tool_specs(tools: ToolRegistry | None) -> list[ToolSpec] | None:
+    """The registry's tools as the aggregator's request offers them; None when there are none."""
+    if tools is None:
         return None
-    return lambda messages: scrub_messages(messages, scrub)
+    # The registry writes each schema in the function-tool form (tools.registry.Tool.schema).
+    return cast(list[ToolSpec], tools.schemas()) or None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..engine.events import EngineEvent
-from ..providers.lifecycle import ServerStart
+from ..providers.lifecycle import ServerStart as ServerStart  # part of what a turn reports
 
 ToolStatus = Literal["requested", "awaiting_approval", "running", "done", "failed", "denied", "cancelled"]
 

@@ -23,6 +23,20 @@ class StoreError(Exception):
     """The session database cannot be used; the message says why and what to do."""
 
 
+# SQLite's primary result codes for a file whose pages are damaged, or that is not a database at all.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def damaged(path: Path, exc: sqlite3.DatabaseError) -> StoreError | None:
+    """The StoreError to raise for `exc` when it says the file is damaged, else None."""
+    if exc.sqlite_errorcode & 0xFF not in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return None
+    return StoreError(
+        f"the session database {path} is damaged ({exc}); nothing was written to it. `moa-chat doctor` checks it "
+        "and says how to recover what it still holds"
+    )
+
+
 def default_path() -> Path:
     return data_home() / DB_NAME
 

@@ -118,7 +118,7 @@ class SchemaTooNew(Exception):
 
 def migrate(connection: sqlite3.Connection) -> int:
     """Bring the database up to SCHEMA_VERSION; returns the version it had."""
-    found = connection.execute("PRAGMA user_version").fetchone()[0]
+    found = _user_version(connection)
     if found > SCHEMA_VERSION:
         raise SchemaTooNew(found)
     if found == SCHEMA_VERSION:
@@ -126,7 +126,7 @@ def migrate(connection: sqlite3.Connection) -> int:
     # executescript commits first; BEGIN IMMEDIATE keeps a second instance from migrating at the same time.
     connection.execute("BEGIN IMMEDIATE")
     try:
-        again = connection.execute("PRAGMA user_version").fetchone()[0]  # another instance may have won
+        again = _user_version(connection)  # another instance may have won
         for number in range(again + 1, SCHEMA_VERSION + 1):
             for statement in _statements(MIGRATIONS[number - 1]):
                 connection.execute(statement)
@@ -150,3 +150,8 @@ def _statements(script: str) -> list[str]:
     if current.strip():
         statements.append(current.strip())
     return statements
+
+
+def _user_version(connection: sqlite3.Connection) -> int:
+    """The schema version the database file records (0 for a new file)."""
+    return int(connection.execute("PRAGMA user_version").fetchone()[0])

@@ -17,15 +17,15 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
-from .database import StoreError, connect, default_path
+from .database import StoreError, connect, damaged, default_path
+from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
 TITLE_LENGTH = 60
 _SUMMARIES = """
@@ -48,7 +48,7 @@ class SessionSummary:
     turns: int
     cost: float | None = None  # dollars, over the calls whose cost is known
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> SummaryJson:
         return {
             "id": self.id,
             "title": self.title,
@@ -67,13 +67,13 @@ class StoredMessage:
     turn_id: int | None
     role: str
     content: str
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallJson] | None = None
     tool_call_id: str | None = None
     partial: bool = False  # text saved while it streamed; the turn never finished it
 
-    def as_chat(self) -> dict[str, Any]:
+    def as_chat(self) -> dict[str, object]:
         """The message as a model receives it."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        message: dict[str, object] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         if self.tool_call_id:
@@ -94,7 +94,7 @@ class StoredTurn:
     user_message_id: int | None
     kind: str
     preset: str
-    preset_json: dict[str, Any]
+    preset_json: PresetJson  # the preset as the turn ran it
     status: str
     error: str | None
     started: float
@@ -138,6 +138,10 @@ class SessionStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+            except sqlite3.DatabaseError as exc:
+                self._rollback()
+                self._raise_if_damaged(exc)
+                raise
             except BaseException:
                 self._rollback()
                 raise
@@ -157,9 +161,18 @@ class SessionStore:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return list(self._db.execute(sql, args))
+            try:
+                return list(self._db.execute(sql, args))
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
+
+    def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
+        error = damaged(self.file, exc)
+        if error is not None:
+            raise error from exc
 
     # ------------------------------------------------------------------ sessions
 
@@ -176,7 +189,7 @@ class SessionStore:
     def sessions(self, query: str | None = None, limit: int = 500) -> list[SessionSummary]:
         """Newest first; `query` matches titles and message text (full-text search)."""
         sql = _SUMMARIES
-        args: tuple[Any, ...] = ()
+        args: tuple[object, ...] = ()
         if query and query.strip():
             sql += """
                 WHERE s.title LIKE ? ESCAPE '\\'
@@ -214,7 +227,7 @@ class SessionStore:
     # ------------------------------------------------------------------ messages
 
     def add_message(
-        self, session_id: str, message: dict[str, Any], *, parent_id: int | None, turn_id: int | None = None
+        self, session_id: str, message: Mapping[str, object], *, parent_id: int | None, turn_id: int | None = None
     ) -> int:
         """Append a message under `parent_id` and make it the session's head (committed on return)."""
         with self.transaction() as db:
@@ -224,7 +237,7 @@ class SessionStore:
         self,
         db: sqlite3.Connection,
         session_id: str,
-        message: dict[str, Any],
+        message: Mapping[str, object],
         parent_id: int | None,
         turn_id: int | None,
         partial: bool = False,
@@ -342,7 +355,7 @@ class SessionStore:
         status: str,
         error: str | None,
         seconds: float,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         calls: list[StoredCall],
         partial_id: int | None,
         solo: bool = False,
@@ -495,12 +508,13 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
     )
 
 
-def _preset_as_json(preset: Preset) -> dict[str, Any]:
-    """The preset as it was for this turn: models and settings (never keys: a preset holds none)."""
+def _preset_as_json(preset: Preset) -> dict[str, object]:
+    """The preset as it was for this turn: models and settings (never keys: a preset holds none); read
+    back as a PresetJson."""
     return dataclasses.asdict(preset)
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if content is None:
         return ""
     text = content if isinstance(content, str) else json.dumps(content)

@@ -12,9 +12,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ..config import data_home
 
@@ -43,11 +42,12 @@ class TraceWriter:
         self._scrub = scrub
         self._lock = threading.Lock()
 
-    def __call__(self, entry: dict[str, Any]) -> None:
-        entry = {"time": round(time.time(), 3), "turn": self.turn, **entry}
-        if "request" in entry:
-            entry["request"] = {k: v for k, v in entry["request"].items() if k in REQUEST_FIELDS and v is not None}
-        line = json.dumps(entry, ensure_ascii=False, default=str)
+    def __call__(self, entry: Mapping[str, object]) -> None:
+        record: dict[str, object] = {"time": round(time.time(), 3), "turn": self.turn, **entry}
+        request = record.get("request")
+        if isinstance(request, dict):
+            record["request"] = {k: v for k, v in request.items() if k in REQUEST_FIELDS and v is not None}
+        line = json.dumps(record, ensure_ascii=False, default=str)
         if self._scrub is not None:
             line = json.dumps(_scrubbed(json.loads(line), self._scrub), ensure_ascii=False)
         with self._lock:
@@ -58,14 +58,14 @@ class TraceWriter:
                 file.write(line + "\n")
 
 
-def read_traces(session_id: str, folder: Path | None = None) -> list[dict[str, Any]]:
+def read_traces(session_id: str, folder: Path | None = None) -> list[dict[str, object]]:
     path = trace_path(session_id, folder)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+def _scrubbed(value: object, scrub: Callable[[str], str]) -> object:
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, list):

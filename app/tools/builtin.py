@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fnmatch
+import io
 import math
 import os
 import re
@@ -14,13 +15,14 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from ..engine.cancel import Cancelled, CancelToken
 from .fetch import Resolver, fetch
 from .fetch import approval_reason as fetch_approval_reason
-from .registry import Tool, ToolError, optional, required
+from .registry import JsonSchema, Tool, ToolArguments, ToolError, optional, required
 from .workspace import Workspace
 
 MAX_READ_BYTES = 200_000
@@ -57,7 +59,7 @@ def _is_binary(data: bytes) -> bool:
 # --------------------------------------------------------------------------- read_file
 
 
-def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _read_file(ws: Workspace, args: ToolArguments, cancel: CancelToken) -> str:
     raw_path = required(args, "path")
     path = ws.resolve(raw_path)
     if not path.is_file():
@@ -114,7 +116,7 @@ def _read_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
 # --------------------------------------------------------------------------- list_directory
 
 
-def _list_directory(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _list_directory(ws: Workspace, args: ToolArguments, cancel: CancelToken) -> str:
     path = ws.resolve(optional(args, "path", str, "."))
     if not path.is_dir():
         raise ToolError(f"not a directory: {args.get('path', '.')}")
@@ -137,7 +139,7 @@ def _list_directory(ws: Workspace, args: dict[str, Any], cancel: CancelToken) ->
 # --------------------------------------------------------------------------- search_files
 
 
-def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _search_files(ws: Workspace, args: ToolArguments, cancel: CancelToken) -> str:
     query = required(args, "query")
     root = ws.resolve(optional(args, "path", str, "."))
     pattern = optional(args, "glob", str, "*")
@@ -181,7 +183,7 @@ def _search_files(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> s
 # --------------------------------------------------------------------------- write_file
 
 
-def _write_preview(ws: Workspace, args: dict[str, Any]) -> str:
+def _write_preview(ws: Workspace, args: ToolArguments) -> str:
     path = ws.resolve(required(args, "path"))
     content = required(args, "content")
     name = ws.relative(path)
@@ -203,7 +205,7 @@ def _write_preview(ws: Workspace, args: dict[str, Any]) -> str:
     return text or f"{name}: no change"
 
 
-def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _write_file(ws: Workspace, args: ToolArguments, cancel: CancelToken) -> str:
     path = ws.resolve(required(args, "path"))
     content = required(args, "content")
     if path.is_dir():
@@ -227,7 +229,7 @@ def _write_file(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str
 # --------------------------------------------------------------------------- run_command
 
 
-def _command_argv(args: dict[str, Any]) -> tuple[list[str] | str, bool]:
+def _command_argv(args: ToolArguments) -> tuple[list[str] | str, bool]:
     command = args.get("command")
     shell = optional(args, "shell", bool, False)
     if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
@@ -242,13 +244,13 @@ def _command_argv(args: dict[str, Any]) -> tuple[list[str] | str, bool]:
     raise ToolError("command must be a non-empty string or list of strings")
 
 
-def _run_preview(ws: Workspace, args: dict[str, Any]) -> str:
+def _run_preview(ws: Workspace, args: ToolArguments) -> str:
     argv, shell = _command_argv(args)
     shown = argv if isinstance(argv, str) else shlex.join(argv)
     return f"$ {shown}\n(in {ws.root}{', through the shell' if shell else ''})"
 
 
-def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> str:
+def _run_command(ws: Workspace, args: ToolArguments, cancel: CancelToken) -> str:
     argv, shell = _command_argv(args)
     timeout = args.get("timeout", 30) or 30
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
@@ -303,7 +305,7 @@ def _run_command(ws: Workspace, args: dict[str, Any], cancel: CancelToken) -> st
 class _Capture:
     """Reads a pipe to its end on a daemon thread, keeping the first 3/4 and the last 1/4 of `limit`."""
 
-    def __init__(self, pipe: Any, limit: int) -> None:
+    def __init__(self, pipe: IO[bytes] | None, limit: int) -> None:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
@@ -311,9 +313,13 @@ class _Capture:
         self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True, name="run-command-pipe")
         self._thread.start()
 
-    def _drain(self, pipe: Any) -> None:
+    def _drain(self, pipe: IO[bytes] | None) -> None:
+        if pipe is None:
+            return
+        # read1: what is there now, up to the size, without waiting for the whole size to arrive.
+        read = pipe.read1 if isinstance(pipe, io.BufferedIOBase) else pipe.read
         with contextlib.suppress(OSError, ValueError):
-            while chunk := pipe.read1(65_536):
+            while chunk := read(65_536):
                 self.total += len(chunk)
                 room = self._head_limit - len(self.head)
                 if room > 0:
@@ -335,7 +341,7 @@ class _Capture:
         return f"{head}\n… [{cut:,} bytes cut; {self.total:,} in all] …\n{tail}"
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except OSError:
@@ -347,7 +353,7 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 def _text_of_html(html: str) -> str:
     """The readable text of a page: no scripts or styles, a line break per block. html.parser is imported here,
-    on the first page fetched, not with the tools at every start-up (3 ms)."""
+    on the first page fetched, not with the tools at every start-up."""
     from html.parser import HTMLParser
 
     class TextOfHtml(HTMLParser):
@@ -356,7 +362,7 @@ def _text_of_html(html: str) -> str:
             self.parts: list[str] = []
             self._skip = 0
 
-        def handle_starttag(self, tag: str, attrs: Any) -> None:
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
             if tag in ("script", "style", "noscript"):
                 self._skip += 1
             elif tag in ("p", "br", "div", "li", "h1", "h2", "h3", "h4", "tr", "pre"):
@@ -375,7 +381,7 @@ def _text_of_html(html: str) -> str:
     return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(parser.parts))).strip()
 
 
-def _fetch_url(resolver: Resolver, args: dict[str, Any], cancel: CancelToken) -> str:
+def _fetch_url(resolver: Resolver, args: ToolArguments, cancel: CancelToken) -> str:
     url = required(args, "url")
     if not re.match(r"^https?://", url, re.I):
         raise ToolError("only http:// and https:// URLs can be fetched")
@@ -393,7 +399,7 @@ def _fetch_url(resolver: Resolver, args: dict[str, Any], cancel: CancelToken) ->
 # --------------------------------------------------------------------------- the table
 
 
-def _path_param(description: str) -> dict[str, Any]:
+def _path_param(description: str) -> JsonSchema:
     return {"type": "string", "description": description}
 
 
@@ -401,7 +407,9 @@ def builtin_tools(workspace: Workspace) -> list[Tool]:
     ws = workspace
     resolver = Resolver()  # one per tool set: fetch_url's approval check and its fetch share answers
 
-    def bind(function: Any) -> Any:
+    def bind(
+        function: Callable[[Workspace, ToolArguments, CancelToken], str],
+    ) -> Callable[[ToolArguments, CancelToken], str]:
         return lambda args, cancel: function(ws, args, cancel)
 
     return [

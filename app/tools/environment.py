@@ -1,28 +1,59 @@
-"""The environment a command run by a tool gets: this process's, without its secrets.
+"""The environment a command run by a tool (or an MCP server) gets: built from an allowlist, never this
+process's whole environment.
 
-A prompt-injected model that can run `env` or `printenv` must not read the user's API keys. Withheld:
-every variable a provider names in `api_key_env`, and any whose name looks like a secret. The config's
-`tool_env_allow:` lets named ones through (a GITHUB_TOKEN a build needs, say).
+A prompt-injected model that can run `env` must not read the user's secrets, and a blocklist of secret-looking
+names misses most of them (`PGPASSWORD`, `DATABASE_URL=postgres://user:password@…`, `SLACK_WEBHOOK_URL`). So
+by default (`tool_env: core`) a command gets only what commands need to behave (`CORE`: the search path, the
+user and home, the locale, the terminal, the temporary folder) plus the names `tool_env_allow:` lists (a
+GITHUB_TOKEN a build needs, say). `tool_env: all` passes everything but the variables holding the providers'
+keys, for those who want it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from ..config import Config
 
-SECRET_NAME = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PRIVATE_KEY|ACCESS_KEY)(_|$)", re.I)
+CORE = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "USERNAME",
+        "LOGNAME",
+        "SHELL",
+        "PWD",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "TZ",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+    }
+)
+CORE_PREFIXES = ("LC_",)  # LC_ALL, LC_CTYPE, …
 
 
-def secret_names(config: Config, environ: Mapping[str, str]) -> set[str]:
-    named = {spec.api_key_env for spec in config.providers.values() if spec.api_key_env}
-    looks = {name for name in environ if SECRET_NAME.search(name)}
-    return (named | looks) - set(config.tool_env_allow)
+def provider_key_names(config: Config) -> set[str]:
+    return {spec.api_key_env for spec in config.providers.values() if spec.api_key_env}
 
 
 def tool_environment(config: Config, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
-    withheld = secret_names(config, environ)
-    return {name: value for name, value in environ.items() if name not in withheld}
+    allowed = set(config.tool_env_allow)
+    if config.tool_env == "all":
+        keys = provider_key_names(config) - allowed
+        return {name: value for name, value in environ.items() if name not in keys}
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in CORE or name.startswith(CORE_PREFIXES) or name in allowed
+    }

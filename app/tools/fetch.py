@@ -19,12 +19,12 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..engine.cancel import CancelToken
-from .registry import ToolError
+from .registry import ToolArguments, ToolError
 
 if TYPE_CHECKING:
     import http.client
@@ -54,6 +54,10 @@ class Target:
     local: bool  # an address of it is local, private or otherwise not plainly public
 
 
+# One answer of socket.getaddrinfo: (family, type, proto, canonname, sockaddr); sockaddr[0] is the address.
+AddressInfo = tuple[object, object, object, object, tuple[object, ...]]
+
+
 class Resolver:
     """Resolves each host once and keeps the answer for its whole life (one turn's tool set), so the
     approval check and the fetch that follows it, however long the user took, see the same addresses.
@@ -63,7 +67,7 @@ class Resolver:
         self,
         *,
         concern: Callable[[str], bool] = address_concern,
-        lookup: Callable[..., list[Any]] = socket.getaddrinfo,
+        lookup: Callable[[str, None], Sequence[AddressInfo]] = socket.getaddrinfo,
     ) -> None:
         self._concern, self._lookup = concern, lookup
         self._lock = threading.Lock()
@@ -101,7 +105,7 @@ class Resolver:
             return self._seen.setdefault(host, found)
 
 
-def approval_reason(resolver: Resolver, args: dict[str, Any]) -> str | None:
+def approval_reason(resolver: Resolver, args: ToolArguments) -> str | None:
     try:
         target = resolver.target(str(args.get("url", "")))
     except ToolError:
@@ -133,7 +137,7 @@ def _connect(addresses: tuple[str, ...], port: int, timeout: float | None) -> so
 @functools.cache
 def _pinned_connections() -> tuple[Connect, Connect]:
     """HTTP and HTTPS connections to the checked addresses. Made on the first fetch: http.client (and the email
-    package it parses headers with) is 4 ms of every start-up otherwise, for a tool most turns never call."""
+    package it parses headers with) would otherwise be paid at every start-up, for a tool most turns never call."""
     import http.client
 
     class PinnedHTTP(http.client.HTTPConnection):

@@ -19,12 +19,19 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from ..config import McpServerConfig
 from ..engine.cancel import Cancelled, CancelToken
-from .registry import Tool, ToolError
+from .registry import Tool, ToolArguments, ToolError
+
+if TYPE_CHECKING:  # the SDK is imported when a server starts, not with the tools
+    import anyio
+    import mcp.types
+    from mcp import ClientSession
+
+Answer = TypeVar("Answer")
 
 START_TIMEOUT = 20.0
 CALL_TIMEOUT = 120.0
@@ -60,12 +67,15 @@ def _unique(name: str, taken: set[str]) -> str:
 class McpServer:
     """One stdio server and its open session."""
 
-    def __init__(self, config: McpServerConfig, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, config: McpServerConfig, loop: asyncio.AbstractEventLoop, environment: Mapping[str, str] | None = None
+    ) -> None:
         self.config = config
+        self.environment = environment
         self._loop = loop
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._stopping = threading.Event()
-        self._scope: Any = None  # the anyio cancel scope around the session, while _run runs
+        self._scope: anyio.CancelScope | None = None  # the cancel scope around the session, while _run runs
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._runner: concurrent.futures.Future[None] | None = None
         self.tools: list[Tool] = []
@@ -81,7 +91,7 @@ class McpServer:
             self.close()
             raise ToolError(str(exc) if isinstance(exc, ToolError) else _describe(exc)) from None
         try:
-            listed = self._call("list_tools", timeout=START_TIMEOUT)
+            listed = self._list_tools(timeout=START_TIMEOUT)
             self.tools = []
             taken: set[str] = set()
             for listed_tool in listed.tools:
@@ -98,12 +108,13 @@ class McpServer:
         import anyio
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
-        # The SDK passes servers a minimal environment (PATH, HOME, ...) plus `env:` from the config:
-        # provider keys in our environment never reach a server unless the user names them.
+        # A server gets what a command run by a tool gets (tools/environment.py: the `tool_env` policy; without
+        # one, the SDK's minimal PATH, HOME, …) plus its own `env:` from the config.
+        env = {**self.environment, **self.config.env} if self.environment is not None else dict(self.config.env)
         params = StdioServerParameters(
             command=self.config.command,
             args=list(self.config.args),
-            env=dict(self.config.env) or None,
+            env=env or None,
             cwd=self.config.cwd,
         )
         # Stopping cancels this scope, whether the session is up or still starting: the SDK's transport
@@ -129,7 +140,7 @@ class McpServer:
         if not self._ready.done():
             self._ready.set_exception(ToolError(f"MCP server {self.config.name!r} was stopped while starting"))
 
-    def _result(self, future: concurrent.futures.Future[Any], timeout: float) -> Any:
+    def _result(self, future: concurrent.futures.Future[Answer], timeout: float) -> Answer:
         """`future.result(timeout)`, given up at once (ToolError) when the server is being stopped."""
         deadline = time.monotonic() + timeout
         while True:
@@ -141,11 +152,11 @@ class McpServer:
                 if time.monotonic() >= deadline:
                     raise
 
-    def _call(self, method: str, *args: Any, timeout: float, **kwargs: Any) -> Any:
+    def _list_tools(self, timeout: float) -> mcp.types.ListToolsResult:
         session = self._session
         if session is None:
             raise ToolError(f"MCP server {self.config.name!r} is not running")
-        future = asyncio.run_coroutine_threadsafe(getattr(session, method)(*args, **kwargs), self._loop)
+        future = asyncio.run_coroutine_threadsafe(session.list_tools(), self._loop)
         try:
             return self._result(future, timeout)
         except concurrent.futures.TimeoutError:
@@ -155,14 +166,14 @@ class McpServer:
             future.cancel()
             raise
 
-    def _as_tool(self, listed: Any) -> Tool:
-        annotations = getattr(listed, "annotations", None)
-        read_only = bool(getattr(annotations, "read_only_hint", False))
-        schema = getattr(listed, "input_schema", None) or {"type": "object", "properties": {}}
+    def _as_tool(self, listed: mcp.types.Tool) -> Tool:
+        annotations = listed.annotations
+        read_only = bool(annotations.read_only_hint) if annotations is not None else False
+        schema: dict[str, object] = dict(listed.input_schema or {"type": "object", "properties": {}})
         description = (listed.description or listed.name).strip()
-        name: str = listed.name
+        name = listed.name
 
-        def run(arguments: dict[str, Any], cancel: CancelToken) -> str:
+        def run(arguments: ToolArguments, cancel: CancelToken) -> str:
             return self.call_tool(name, arguments, cancel)
 
         return Tool(
@@ -175,8 +186,8 @@ class McpServer:
             source=self.config.name,
         )
 
-    def call_tool(self, name: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        from mcp.types import TextContent
+    def call_tool(self, name: str, arguments: ToolArguments, cancel: CancelToken) -> str:
+        from mcp.types import CallToolResult, TextContent
 
         session = self._session
         if session is None:
@@ -194,6 +205,8 @@ class McpServer:
                     raise Cancelled() from None
             except Exception as exc:
                 raise ToolError(f"MCP server {self.config.name!r}: {_describe(exc)}") from exc
+        if not isinstance(result, CallToolResult):  # it asks for input moa-chat has no way to give
+            raise ToolError(f"MCP server {self.config.name!r} answered without a tool result")
         parts = []
         for block in result.content:
             parts.append(block.text if isinstance(block, TextContent) else f"[{getattr(block, 'type', 'content')}]")
@@ -240,8 +253,9 @@ class McpServer:
 class McpHub:
     """All configured MCP servers; `tools()` are the ones that started."""
 
-    def __init__(self, configs: dict[str, McpServerConfig]) -> None:
+    def __init__(self, configs: dict[str, McpServerConfig], environment: Mapping[str, str] | None = None) -> None:
         self.configs = configs
+        self.environment = environment  # what each server inherits, before its own `env:`
         self.servers: list[McpServer] = []
         self.failures: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -264,7 +278,7 @@ class McpHub:
             self._thread = threading.Thread(target=loop.run_forever, name="mcp", daemon=True)
             self._thread.start()
         for name, config in self.configs.items():
-            server = McpServer(config, loop)
+            server = McpServer(config, loop, self.environment)
             with self._lock:
                 if self._closed:
                     break

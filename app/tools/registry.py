@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar, overload
 
 from ..engine.cancel import CancelToken
+
+# The JSON object a model sends as a call's arguments: open, so each tool checks what it reads
+# (required, optional below).
+ToolArguments = dict[str, object]
+# A JSON schema, as the chat completions API takes one for a tool's parameters.
+JsonSchema = dict[str, object]
+Value = TypeVar("Value")
 
 
 class ToolError(Exception):
@@ -18,15 +25,15 @@ class ToolError(Exception):
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
+    parameters: JsonSchema  # of the arguments object
     read_only: bool  # False: it changes something, so it needs the user's approval
-    run: Callable[[dict[str, Any], CancelToken], str]
-    make_preview: Callable[[dict[str, Any]], str | None] | None = None
+    run: Callable[[ToolArguments, CancelToken], str]
+    make_preview: Callable[[ToolArguments], str | None] | None = None
     source: str = "built-in"  # or the MCP server's name
     # For a tool that only reads: a reason this particular call should still be approved, or None.
-    asks_when: Callable[[dict[str, Any]], str | None] | None = None
+    asks_when: Callable[[ToolArguments], str | None] | None = None
 
-    def approval_reason(self, arguments: dict[str, Any]) -> str | None:
+    def approval_reason(self, arguments: ToolArguments) -> str | None:
         """None: the call runs freely. "": it changes something (the preview shows what). Otherwise why a
         call that only reads still wants a look."""
         if not self.read_only:
@@ -38,13 +45,14 @@ class Tool:
         except Exception as exc:  # when in doubt, ask
             return f"could not tell whether this call is safe ({type(exc).__name__}: {exc})"
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> dict[str, object]:
+        """The tool as the chat completions API lists it: {"type": "function", "function": {...}}."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    def preview(self, arguments: dict[str, Any]) -> str | None:
+    def preview(self, arguments: ToolArguments) -> str | None:
         if self.make_preview is None:
             return None
         try:
@@ -69,14 +77,19 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self.tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[dict[str, object]]:
         return [tool.schema() for tool in self.tools.values()]
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
 
 
-def required(arguments: dict[str, Any], key: str, kind: type = str) -> Any:
+@overload
+def required(arguments: ToolArguments, key: str) -> str: ...
+@overload
+def required(arguments: ToolArguments, key: str, kind: type[Value]) -> Value: ...
+def required(arguments: ToolArguments, key: str, kind: type[object] = str) -> object:
+    """The argument `key`, which must be there and of type `kind` (a string unless said otherwise)."""
     value = arguments.get(key)
     if value is None:
         raise ToolError(f"missing required argument {key!r}")
@@ -85,7 +98,8 @@ def required(arguments: dict[str, Any], key: str, kind: type = str) -> Any:
     return value
 
 
-def optional(arguments: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+def optional(arguments: ToolArguments, key: str, kind: type[Value], default: Value) -> Value:
+    """The argument `key` if given (of type `kind`; a whole float counts as an int), else `default`."""
     value = arguments.get(key, default)
     if value is None:
         return default
