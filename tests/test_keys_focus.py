@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.keys import KeyParser, help_rows, key_texts, use_key_parser
 from moa_chat.tui.screens.help import HelpScreen
@@ -25,7 +24,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
 from textual_private import driver_input_parser, textual_input_parser
-from tui_helpers import make_app, run_turn, send, wait_until
+from tui_helpers import make_app, run_turn, send, stored_session, wait_until
 
 FOOTER_KEY = "FooterKey"  # the footer's key widget, by its type's name (Textual does not export the class)
 
@@ -351,7 +350,7 @@ async def test_f5_copies_with_the_system_tool_and_says_so(home, tmp_path, monkey
         await wait_until(
             pilot, lambda: any("with xclip" in t for t in [str(x.render()) for x in app.screen.query("Toast")])
         )
-        reply = app.chat._last_reply
+        reply = app.chat.last_reply
         assert reply is not None
         assert (tmp_path / "clipboard").read_text() == reply.text == app.clipboard
         assert any(t.startswith("Copied the last reply (") for t in await toasts(pilot))
@@ -473,8 +472,7 @@ def footer_keys(app) -> list[str]:
 async def test_the_footer_shows_what_can_be_done_now(home, wire_config, llm_server):
     llm_server.script("agg", Reply(pieces=["slow "] * 30, text="slow " * 30, piece_delay=0.1))
     config = wire_config()
-    session = ChatSession(config, config.preset("wire"), store=SessionStore(home / "sessions.db"))
-    app = make_app(config, "wire", session=session)
+    app = make_app(config, "wire", session=stored_session(config, SessionStore(home / "sessions.db")))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         idle = footer_keys(app)
