@@ -23,6 +23,12 @@ public equivalent and something a user would miss without it:
    blocks left that batch's frame to a later tick, so a fast reply began in frames far apart
    (bench/stream_render.py; tui/pacing.py says when it paints).
 
+5. The watcher lists `textual.reactive` keeps on an object (the `__watchers` attribute): `forget_detached_watchers`
+   drops the ones whose widget has left the DOM. Textual's Footer binds each key's `compact` to its own
+   (`data_bind`), and a recompose replaces the keys without forgetting them, so every recompose of the footer
+   (a few a turn, as the chat's keys follow its state) kept a dozen dead keys alive with their styles and
+   caches, and a long session's memory and garbage-collector passes grew with them (bench/long_session.py).
+
 tests/test_textual_internals.py checks each of these still has the shape used here, and that no other module
 in app/ imports Textual's private modules (import-linter cannot name an external package's submodules).
 """
@@ -146,3 +152,13 @@ class OwedTickScreen(Screen[ResultType]):
     def _on_timer_update(self) -> None:
         self.tick_owed = bool(self.app._batch_count)
         super()._on_timer_update()
+
+
+WATCHERS = "__watchers"  # where textual.reactive keeps an object's watchers
+
+
+def forget_detached_watchers(node: object) -> None:
+    """Drop the watchers of `node`'s reactives whose watching widget is no longer attached."""
+    watchers: dict[str, list[tuple[Any, Any]]] = getattr(node, WATCHERS, {})
+    for bound in watchers.values():
+        bound[:] = [(watcher, callback) for watcher, callback in bound if watcher is node or watcher.is_attached]

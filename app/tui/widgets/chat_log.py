@@ -17,7 +17,6 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.geometry import Region
 from textual.message import Message
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
@@ -27,7 +26,7 @@ from ...session import Exchange
 from ...session.attachments import describe, split_attachments
 from ...text.inert import inert
 from .reply import AssistantReply
-from .rows import RunScrollBar, repeated_line
+from .rows import repeated_line
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
@@ -65,17 +64,6 @@ class ChatLog(VerticalScroll):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         return repeated_line(self, crop) or super().render_lines(crop)
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        """Widget.vertical_scrollbar's, a RunScrollBar (rows.py): the log's moves at every batch of a reply."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = RunScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
 
     async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
         """Replace what the log shows with a stored conversation; returns its last reply."""

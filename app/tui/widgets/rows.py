@@ -9,7 +9,6 @@ is drawn (Textual's own drawing, for a crop one line high) and repeated.
 from __future__ import annotations
 
 from textual.geometry import Region
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -34,7 +33,3 @@ def repeated_line(widget: Widget, crop: Region) -> list[Strip] | None:
         return None
     (line,) = Widget.render_lines(widget, Region(crop.x, crop.y, crop.width, 1))
     return [line] * crop.height
-
-
-class RunScrollBar(ScrollBar):
-    """The chat log's vertical scrollbar: Textual's own."""
