@@ -16,6 +16,7 @@ from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
 from textual.app import App, ComposeResult
 from textual.strip import Strip
+from textual_private import in_batch_update, on_frame
 from tui_helpers import make_app, send, wait_until
 
 # Every kind of block a model writes, some twice in a row and nested: headings, emphasis, links, lists (nested,
@@ -324,13 +325,7 @@ async def _backlog(app: App[None], text: str) -> tuple[AssistantReply, list[str]
     """A reply that was sent `text` faster than it could show it (all of it arrived before the first batch), and
     a log of what follows: each batch given to its Markdown, each frame painted."""
     events: list[str] = []
-    paint = app._display
-
-    def painted(screen, renderable) -> None:
-        events.append("frame")
-        paint(screen, renderable)
-
-    app._display = painted  # type: ignore[method-assign]
+    on_frame(app, lambda renderable: events.append("frame"))
     reply = AssistantReply("preset", "wire:agg", 1)
     await app.query_one(ChatLog).mount(reply)
     pieces = split(text, 7)
@@ -395,14 +390,12 @@ async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_confi
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 40)) as pilot:
         frames: list[tuple[bool, bool]] = []  # (the turn is running, the prompt looks busy) at each frame
-        paint = app._display
 
-        def painted(screen, renderable) -> None:
-            if renderable is not None and not app._batch_count:
+        def painted(renderable) -> None:
+            if renderable is not None and not in_batch_update(app):
                 frames.append((app.chat.turn_running, app.query_one(PromptInput).has_class("-busy")))
-            paint(screen, renderable)
 
-        app._display = painted  # type: ignore[method-assign]
+        on_frame(app, painted)
         drained = []
         app.chat.watch(app.chat, "turn_running", lambda running: drained.append(app.chat._shown_before_end))
         await _turn(pilot, "question 1")

@@ -43,3 +43,20 @@ def timer_tick(screen: Screen[Any]) -> None:
     """What the screen's update timer does at a tick (`Screen._on_timer_update`): lay out and paint, or, during
     an App.batch_update, nothing."""
     screen._on_timer_update()
+
+
+def on_frame(app: Any, callback: Any) -> None:
+    """Call `callback(renderable)` each time the app hands the driver a frame (`App._display`), before it does:
+    what a user sees is a painted frame, and Textual has no public hook for it."""
+    paint = app._display
+
+    def painted(screen: Screen[Any], renderable: Any) -> None:
+        callback(renderable)
+        paint(screen, renderable)
+
+    app._display = painted
+
+
+def in_batch_update(app: Any) -> bool:
+    """Whether the app is inside App.batch_update (`App._batch_count`), when a frame is held back."""
+    return bool(app._batch_count)
