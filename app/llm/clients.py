@@ -91,7 +91,7 @@ def _client_type() -> type[openai.OpenAI]:
     on a fast stream that keeps a worker thread busy most of the time, holding the GIL the UI thread needs to
     paint (bench/stream_render.py measures it). pydantic's own validation builds the same object many times
     faster. A chunk that bends the schema (a provider that leaves out a required field) fails
-    validation and takes the SDK's way, so nothing a provider sends is refused that was taken before.
+    validation and takes the SDK's way, so nothing a provider sends is refused that the SDK would take.
     """
     import openai
     import pydantic

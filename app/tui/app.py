@@ -43,7 +43,7 @@ from .widgets.prompt_input import PromptInput
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
 # How long a thread may hold the GIL while another waits for it. The UI thread lays out and paints in long
 # stretches of Python; a turn's threads need the GIL back after every socket write and read, and each wait can
-# last the whole interval (CPython's default is 5 ms). At 0.5 ms the fan-out's requests leave while the screen
+# last the whole interval (CPython's default). A short one lets the fan-out's requests leave while the screen
 # is laid out, for a few per cent of throughput while both are busy (bench/fanout.py, docs/performance.md).
 SWITCH_INTERVAL = 0.0005
 
