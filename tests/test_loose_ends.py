@@ -305,3 +305,21 @@ def test_the_export_shows_a_failed_turn_under_its_prompt(wire_config, llm_server
     prompt_at = exported.index("a question that fails")
     failure_at = exported.index("*The turn failed: wire:agg failed: HTTP 500: the model crashed*")
     assert failure_at > prompt_at
+
+
+async def test_save_screenshot_works_without_a_downloads_folder(wire_config, home, tmp_path, monkeypatch):
+    """Textual saves to ~/Downloads and fails where there is none (a server, a container): the data folder then."""
+    from moa_chat.config import data_home
+    from tui_helpers import make_app, wait_until
+
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    app = make_app(wire_config(), "wire")
+    notices: list[str] = []
+    monkeypatch.setattr(app, "notify", lambda message, **kwargs: notices.append(str(message)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.deliver_screenshot()
+        await wait_until(pilot, lambda: notices)
+    saved = list((data_home() / "screenshots").glob("*.svg"))
+    assert len(saved) == 1 and saved[0].read_text().startswith("<svg")
+    assert str(saved[0]) in notices[0]

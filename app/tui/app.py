@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from .. import clipboard
-from ..config import Config, Preset
+from ..config import Config, Preset, data_home
 from ..config.settings import load_settings, save_setting
 from ..llm import warm_up
 from ..providers.ollama import installed_models
@@ -54,6 +54,18 @@ SessionFactory = Callable[[Approver], ChatSession]
 def stylesheet_paths() -> list[str | PurePath]:
     folder = files("moa_chat.styles")
     return [Path(str(folder / name)) for name in STYLESHEETS]
+
+
+def screenshot_folder() -> Path:
+    """Where screenshots go: the user's Downloads folder if it exists, else `screenshots/` in the data folder."""
+    from platformdirs import user_downloads_path
+
+    downloads = user_downloads_path()
+    if downloads.is_dir():
+        return downloads
+    folder = data_home() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
 
 
 class MoAChatApp(App[int]):
@@ -185,6 +197,13 @@ class MoAChatApp(App[int]):
 
         ids = [b.id for b in declared_bindings(chat) if b.id]
         self.push_screen(HelpScreen(help_rows(chat), ids))
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """ "Save screenshot" writes to the Downloads folder where there is one, else to the data folder (Textual's
+        own default fails where ~/Downloads does not exist); the notice names the file either way."""
+        return super().deliver_screenshot(filename, path or str(screenshot_folder()), time_format)
 
     def on_ready(self) -> None:
         """A `keymap:` typo would otherwise do nothing, silently, or leave its action with no key at all: say
