@@ -242,3 +242,32 @@ def test_snapshot_a_reply_with_versions(snap_compare, home, wire_config, llm_ser
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+async def test_a_renamed_row_stays_selected_and_the_delete_question_names_the_session(home, wire_config):
+    from moa_chat.tui.screens.session_browser import ConfirmDelete, RenameSession, SessionsScreen
+    from textual.widgets import OptionList, Static
+
+    config = wire_config()
+    store, _ids = seeded_store(home, config)
+    app = stored_app(config, store)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        screen = app.screen
+        await pilot.press("down", "down")  # the third row: "Rust lifetimes"
+        chosen = screen.found[2]
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, RenameSession))
+        app.screen.query_one("Input").value = "Why is the borrow checker upset?"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen is screen and chosen.id in [s.id for s in screen.found])
+        highlighted = screen.query_one(OptionList).highlighted
+        assert highlighted is not None and screen.found[highlighted].id == chosen.id
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDelete))
+        which = str(app.screen.query_one("#delete-which", Static).render())
+        texts = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert chosen.id in which and "Why is the borrow checker upset?" in which and "-" in which.split(" · ")[1]
+        assert "??" not in texts
+        await pilot.press("n")

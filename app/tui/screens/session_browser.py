@@ -15,6 +15,8 @@ from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...store import SessionStore, SessionSummary
+from ...text.inert import inert
+from ...text.wording import plural
 
 
 def describe(session: SessionSummary, *, now: float | None = None) -> Content:
@@ -73,7 +75,8 @@ class SessionsScreen(ModalScreen[str | None]):
         self.refill("")
         self.query_one(Input).focus()
 
-    def refill(self, query: str) -> None:
+    def refill(self, query: str, *, keep: str | None = None) -> None:
+        """List the sessions matching `query`, the one with id `keep` highlighted (else the first)."""
         self.found = self.store.sessions(query or None)
         options = self.query_one(OptionList)
         options.clear_options()
@@ -82,7 +85,8 @@ class SessionsScreen(ModalScreen[str | None]):
             options.add_option(Option(Content.styled(empty, "italic $text-muted"), disabled=True))
             return
         options.add_options(Option(describe(s, now=self.now), id=s.id) for s in self.found)
-        options.highlighted = 0
+        ids = [s.id for s in self.found]
+        options.highlighted = ids.index(keep) if keep in ids else 0
 
     @on(Input.Changed, "#session-filter")
     def filter_changed(self, event: Input.Changed) -> None:
@@ -117,7 +121,7 @@ class SessionsScreen(ModalScreen[str | None]):
         def renamed(title: str | None) -> None:
             if title:
                 self.store.rename(chosen.id, title)
-                self.refill(self.query_one(Input).value)
+                self.refill(self.query_one(Input).value, keep=chosen.id)
 
         self.app.push_screen(RenameSession(chosen.title), renamed)
 
@@ -170,11 +174,15 @@ class ConfirmDelete(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-delete", classes="modal-panel"):
+            session = self.session
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated))
+            yield Static("Delete this session?", classes="modal-title")
             yield Static(
-                Content.assemble("Delete ", (self.session.title or self.session.id, "bold"), "?"), classes="modal-title"
+                Content.assemble((session.id, "bold"), f" · {when} · ", inert(session.title or "untitled")),
+                id="delete-which",
             )
             yield Static(
-                f"Its {self.session.turns} turns and every reference answer go with it. This cannot be undone.",
+                f"Its {plural(session.turns, 'turn')} and every reference answer go with it. This cannot be undone.",
                 classes="approval-why",
             )
             with Horizontal(id="confirm-buttons"):
