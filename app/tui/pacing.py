@@ -27,11 +27,6 @@ class PromptlyPainted(OwedTickScreen[ResultType]):
 
     _next_at_once = False
 
-    def paints_promptly(self) -> bool:
-        """Whether a change should show within a frame period (Textual's timer does that for every screen)
-        rather than wait for a stream's next batch."""
-        return True
-
     def paints_uncapped(self) -> bool:
         """Whether the screen paints each change as soon as it is idle: while something else spaces the
         changes out and waits for each to be painted (a reply's drain, tui/widgets/reply.py)."""

@@ -139,11 +139,6 @@ class ChatScreen(PromptlyPainted[None]):
         opening = [(self.notice, "info"), (error, "error"), (warning, "warning")]
         return [NoticeLine(text, level) for text, level in opening if text]
 
-    def paints_promptly(self) -> bool:
-        # While a turn runs, the timer paces the frames (tui/pacing.py says why); its end (a reply's last
-        # batches, drawn back to back once the stream is over), and every key outside a turn, are painted at once.
-        return not self.turn_running or self.runner.draining
-
     def paints_uncapped(self) -> bool:
         # A drain waits for each batch's frame before the next batch (its work spaces the frames out); waiting
         # for the timer's tick as well would add to every batch, and the log's scroll to its new end a second frame.
