@@ -218,11 +218,14 @@ async def test_the_log_is_no_tab_stop_and_every_tab_stop_shows_its_focus(home, t
         marker = EarlierMessages()
         await app.chat.chat_log.mount(marker, before=0)
         marker.show_count(3)
+        # Tab from the prompt goes to the panel; the log's stops are on the way back (Shift+Tab).
         stops = []
-        await pilot.press("tab")
-        while app.focused is not None and app.focused not in stops:
-            stops.append(app.focused)
-            await pilot.press("tab")
+        for key in ("tab", "shift+tab"):
+            app.chat.focus_prompt()
+            await pilot.press(key)
+            while app.focused is not None and app.focused not in stops:
+                stops.append(app.focused)
+                await pilot.press(key)
         kinds = {type(w).__name__ for w in stops}
         assert "ChatLog" not in kinds
         assert {"PromptInput", "ReferenceCard", "ToolHeader", "EarlierMessages"} <= kinds
@@ -513,3 +516,19 @@ async def test_a_narrow_footer_offers_the_hidden_sidebar(home):
         palette = next(k for k in keys if k.has_class("-command-palette"))
         assert all(k.region.right <= palette.region.x for k in keys if k is not palette)
         assert {"f1 Help", "ctrl+q Quit", "f4 Sidebar"} <= set(footer_keys(app))
+
+
+async def test_tab_from_the_prompt_reaches_the_first_card_however_long_the_chat(home):
+    """With four exchanges, Tab from the prompt landed on an earlier message in the log (7 tries in 8): the view
+    jumped back and Enter did nothing there. It goes to the first reference card, and Shift+Tab comes back."""
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for n in range(4):
+            await run_turn(pilot, f"question {n}: how do I cache API responses?")
+        prompt = app.query_one(PromptInput)
+        assert app.focused is prompt
+        await pilot.press("tab")
+        first = app.query_one(ReferenceSidebar).card(0)
+        assert app.focused is first
+        await pilot.press("shift+tab")
+        assert app.focused is prompt

@@ -240,9 +240,7 @@ class ChatScreen(PromptlyPainted[None]):
     def action_sessions(self) -> None:
         store = self.session.store
         if store is None:
-            self.notify(
-                "Conversations are not being saved in this run, so there is nothing to open.", severity="warning"
-            )
+            self.notify("Conversations are not being saved in this run: there is nothing to open.", severity="warning")
             return
 
         def chosen(session_id: str | None) -> None:
@@ -401,6 +399,15 @@ class ChatScreen(PromptlyPainted[None]):
 
     def focus_prompt(self) -> None:
         self.set_focus(self.query_one(PromptInput))  # now, not after a refresh as Widget.focus: the next key lands here
+
+    def on_prompt_input_tab_out(self, event: PromptInput.TabOut) -> None:
+        """Tab from the prompt goes to the panel's first card, Shift+Tab up into the log's newest stop."""
+        moved = self.sidebar.focus_first_card() if event.forward else self.chat_log.focus_newest_stop()
+        if not moved:
+            self.focus_next() if event.forward else self.focus_previous()
+
+    def on_reference_sidebar_left(self) -> None:
+        self.focus_prompt()
 
     @on(OptionList.OptionSelected, "#path-completion")
     def _on_path_chosen(self, event: OptionList.OptionSelected) -> None:

@@ -65,6 +65,13 @@ class ChatLog(VerticalScroll):
     def render_lines(self, crop: Region) -> list[Strip]:
         return repeated_line(self, crop) or super().render_lines(crop)
 
+    def focus_newest_stop(self) -> bool:
+        """Focus the log's last tab stop (a tool call's header, the earlier-messages line); False if none."""
+        stops = [widget for widget in self.screen.focus_chain if self in widget.ancestors]
+        if stops:
+            stops[-1].focus()
+        return bool(stops)
+
     async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
         """Replace what the log shows with a stored conversation; returns its last reply."""
         await self.remove_children()

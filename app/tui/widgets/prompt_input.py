@@ -61,10 +61,19 @@ class PromptInput(TextArea):
             "Complete",
             show=False,
             id="complete_path",
-            tooltip="after @, complete a file name from the working folder (↑↓ choose · Enter or Tab take · Esc close)",
+            tooltip="after @, complete a file name from the working folder (↑↓ choose · Enter or Tab take · Esc "
+            "close); elsewhere, go to the first reference card",
         ),
         Binding("escape", "close_completion", "Close list", show=False),
+        Binding("shift+tab", "tab_back", "Back", show=False),
     ]
+
+    class TabOut(Message):
+        """Tab with nothing to complete (forward), or Shift+Tab: where the focus goes is the screen's to say."""
+
+        def __init__(self, forward: bool) -> None:
+            super().__init__()
+            self.forward = forward
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -116,8 +125,6 @@ class PromptInput(TextArea):
         return bool(await self.app.run_action(active.binding.action, self))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "complete_path":
-            return self._shown is not None or self._mention() is not None
         if action == "close_completion":
             return self._shown is not None
         return super().check_action(action, parameters)
@@ -137,10 +144,16 @@ class PromptInput(TextArea):
         except NoMatches:
             return None
 
+    def action_tab_back(self) -> None:
+        self.post_message(self.TabOut(forward=False))
+
     def action_complete_path(self) -> None:
         """Tab at an @word: complete it as far as the names allow and list them when several remain; Tab again
         (nothing left in common) takes the highlighted one."""
         mention = self._mention()
+        if mention is None and self._shown is None:
+            self.post_message(self.TabOut(forward=True))  # Tab outside an @word
+            return
         found = candidates(mention.typed, self.working_folder()) if mention is not None else None
         if mention is None or found is None:
             if self._shown is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from ...config import Config, Preset
@@ -36,6 +38,9 @@ PanelEvent = (
 
 
 class ReferenceSidebar(VerticalScroll, can_focus=False):
+    # Shift+Tab on the first card goes back to the prompt (where Tab came from), not into the chat log.
+    BINDINGS = [Binding("shift+tab", "back", "Back", show=False)]
+
     def __init__(self, preset: Preset, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.preset = preset
@@ -142,3 +147,21 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         elif status != "ok":
             # The card keeps the reason its own call reported, when it has one; else the turn's.
             aggregator.finish(status if status in ("cancelled", "cut_off") else "failed", aggregator.error or error)
+
+    def focus_first_card(self) -> bool:
+        """Focus the first card that is shown; False when none is (the sidebar hidden, or no panel)."""
+        shown = [card for card in (*self._cards, self._aggregator) if card is not None and card.display]
+        if not self.display or not shown:
+            return False
+        shown[0].focus()
+        return True
+
+    def action_back(self) -> None:
+        cards = [card for card in (*self._cards, self._aggregator) if card is not None and card.display]
+        if cards and self.screen.focused is cards[0]:
+            self.post_message(self.Left())
+        else:
+            self.screen.focus_previous()
+
+    class Left(Message):
+        """Shift+Tab on the first card: the screen gives the prompt the focus back."""
