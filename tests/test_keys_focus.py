@@ -518,15 +518,18 @@ async def test_a_narrow_footer_offers_the_hidden_sidebar(home):
         assert {"f1 Help", "ctrl+q Quit", "f4 Sidebar"} <= set(footer_keys(app))
 
 
-async def test_tab_from_the_prompt_reaches_the_first_card_however_long_the_chat(home):
+async def test_tab_from_the_prompt_reaches_the_first_card_however_long_the_chat(home, tmp_path, monkeypatch):
     """With four exchanges, Tab from the prompt landed on an earlier message in the log (7 tries in 8): the view
     jumped back and Enter did nothing there. It goes to the first reference card, and Shift+Tab comes back."""
+    tmp_path = working_folder(tmp_path, monkeypatch)
+    (tmp_path / "README.md").write_text("# Readme\n")
     app = make_app(load_config(), "demo")
     async with app.run_test(size=(120, 40)) as pilot:
         for n in range(4):
-            await run_turn(pilot, f"question {n}: how do I cache API responses?")
+            await run_turn(pilot, f"question {n}: what files are in this folder?")
         prompt = app.query_one(PromptInput)
         assert app.focused is prompt
+        assert any(app.chat.chat_log in w.ancestors for w in app.screen.focus_chain), "the log has tab stops"
         await pilot.press("tab")
         first = app.query_one(ReferenceSidebar).card(0)
         assert app.focused is first
