@@ -11,6 +11,7 @@ import pty
 import select
 import subprocess
 import sys
+import threading
 
 from conftest import WIRE_CONFIG, write_config
 from moa_chat.config import load_config
@@ -23,9 +24,9 @@ FORTY_FIVE_WORDS = " ".join(f"w{n}" for n in range(45))
 CUT = Reply(text=FORTY_FIVE_WORDS, end_after=4)  # "w0 w1 w2 w3", then the stream ends with no finish reason
 
 
-def retrying_config(home, llm_server, retries: int = 2):
+def retrying_config(home, llm_server, retries: int = 2, extra: str = ""):
     """The wire preset with retries on (the shared wire config switches them off)."""
-    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra=extra).replace(
         "max_retries: 0", f"max_retries: {retries}"
     )
     return load_config(write_config(home, text))
@@ -58,6 +59,33 @@ def test_a_reference_cut_off_every_time_fails_after_max_retries(home, llm_server
     assert len(llm_server.requests_for("ref-b")) == 2  # the first request and one retry
     guidance = llm_server.requests_for("agg")[0].messages[-1]["content"]
     assert "a fragment" not in guidance and "wire:ref-b (failed)" in guidance
+
+
+def test_a_cut_off_reference_retrying_is_still_not_waited_for_past_the_quorum(home, llm_server):
+    """The retry is the fan-out's like the first request: once the quorum has answered, a reference still on
+    its second request is left (late), its stream closed, and the turn does not wait for it."""
+    retrying_config(home, llm_server, extra="      quorum: 2")
+    asked_again = threading.Event()
+    b_replies = iter([Reply(text="a fragment that never ends properly", end_after=2), Reply(text="b", delay=30)])
+
+    def ref_b(_body: object) -> Reply:
+        reply = next(b_replies)
+        if reply.delay:
+            asked_again.set()
+        return reply
+
+    def after_b_is_asked_again(_body: object) -> Reply:
+        asked_again.wait(20)  # the server's own thread: the quorum is reached only while b is on its retry
+        return Reply(text="ok")
+
+    llm_server.script("ref-b", ref_b)
+    llm_server.script("ref-a", after_b_is_asked_again)
+    llm_server.script("ref-c", after_b_is_asked_again)
+    result = run("ask", "q", "--json", timeout=25)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [r["status"] for r in data["references"]] == ["ok", "late", "ok"]
+    assert len(llm_server.requests_for("ref-b")) == 2
 
 
 def test_a_reference_the_provider_stopped_early_reaches_the_aggregator_marked(wire_config, llm_server):
