@@ -97,9 +97,13 @@ async def measure(path: Path, session_id: str) -> dict[str, Any]:
     config = load_config()
     before = rss_mb()
     started = time.perf_counter()
-    session = ChatSession(config, config.preset("demo"), store=SessionStore(path))
-    session.open(session_id)
-    app = FrameTimedApp(config, session.preset, session=session, theme="textual-dark", remember_theme=False)
+
+    def opened(approver: Any) -> ChatSession:
+        session = ChatSession(config, config.preset("demo"), approver=approver, store=SessionStore(path))
+        session.open(session_id)
+        return session
+
+    app = FrameTimedApp(config, config.preset("demo"), session=opened, theme="textual-dark", remember_theme=False)
     async with app.run_test(size=(120, 40)):
         while True:
             replies = app.query(AssistantReply)
@@ -118,7 +122,7 @@ async def measure(path: Path, session_id: str) -> dict[str, Any]:
         "rss_mb": rss,
         "rss_growth_mb": rss - before,
         "widgets": widgets,
-        "messages": len(session.messages),
+        "messages": len(app.session.messages),
     }
 
 

@@ -33,7 +33,7 @@ class _PositionLoader(yaml.SafeLoader):  # type: ignore[misc]
 
 
 class _FastPositionLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's parser where PyYAML has it: the bundled presets load in 0.4 ms instead of 3.8."""
+    """libyaml's parser where PyYAML has it: several times faster than the pure-Python one at start-up."""
 
 
 def _construct_mapping(loader: _PositionLoader, node: yaml.MappingNode) -> PositionedDict:

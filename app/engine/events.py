@@ -78,7 +78,7 @@ TAIL_CHARACTERS = 200
 @dataclass(frozen=True)
 class ReferencesSent:
     """All of a layer's requests have left (the last just now): a front end that kept its own thread off the
-    GIL meanwhile (the chat does, see ChatScreen._dispatch) can take it back."""
+    GIL meanwhile (the chat does, see TurnRunner.dispatch) can take it back."""
 
     layer: int
     count: int

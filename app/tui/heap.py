@@ -1,9 +1,9 @@
 """The garbage collector, for a process that is the chat's alone (run_app; tests run app after app and leave
 it be).
 
-CPython's full collections visit every tracked object, and stop every thread while they do. In a chat they
-came mid-turn, one or two a turn, at 30-110 ms each and growing with the conversation (bench/fanout.py: at
-turn 30, 112 ms of full collections in one turn, the turn's end 165 ms over its physical limit). So:
+CPython's full collections visit every tracked object, and stop every thread while they do. Left to
+themselves in a chat they come mid-turn, one or two a turn, each longer as the conversation grows, and hold
+up the turn's end (bench/fanout.py measures it). So:
 
 - start-up: the collector is paused from the command's first line (__main__.py) to the first frame, which
   then puts what exists out of its reach (gc.freeze): modules, classes, styles, the first screen;

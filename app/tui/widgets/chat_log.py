@@ -17,7 +17,6 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.geometry import Region
 from textual.message import Message
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
@@ -27,7 +26,7 @@ from ...session import Exchange
 from ...session.attachments import describe, split_attachments
 from ...text.inert import inert
 from .reply import AssistantReply
-from .rows import RunScrollBar, repeated_line
+from .rows import repeated_line
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
@@ -65,17 +64,6 @@ class ChatLog(VerticalScroll):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         return repeated_line(self, crop) or super().render_lines(crop)
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        """Widget.vertical_scrollbar's, a RunScrollBar (rows.py): the log's moves at every batch of a reply."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = RunScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
 
     async def show_history(self, history: list[Exchange]) -> AssistantReply | None:
         """Replace what the log shows with a stored conversation; returns its last reply."""
@@ -134,6 +122,29 @@ class ChatLog(VerticalScroll):
 
     def forget_history(self) -> None:
         self._earlier = []
+
+    def page(self, direction: int) -> None:
+        """A page up (direction < 0) or down. Scrolling up releases the anchor, so a streaming reply stops
+        pulling the view down. Textual releases it on any scroll, even a page down at the very bottom, which
+        moves nothing and would leave the next reply growing out of view: a page that reaches the end anchors
+        it again instead."""
+        if direction < 0:
+            self.scroll_page_up(animate=False)
+        elif self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            self.scroll_end(animate=False)  # and follows new text again (the anchor holds)
+        else:
+            self.scroll_page_down(animate=False)
+
+    def last_prompt(self) -> UserMessage | None:
+        """The newest prompt on screen, if any."""
+        prompts = self.query(UserMessage)
+        return prompts.last() if prompts else None
+
+    async def drop_after(self, widget: Widget, *, inclusive: bool = False) -> None:
+        """Take the widgets after `widget` (and it, if inclusive) off the screen; the store keeps them."""
+        children = list(self.children)
+        position = children.index(widget) + (0 if inclusive else 1)
+        await self.remove_children(children[position:])
 
     def on_assistant_reply_ended(self, event: AssistantReply.Ended) -> None:
         # After the layout that placed the reply's footer: the heights to keep are known then.

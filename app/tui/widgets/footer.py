@@ -6,41 +6,33 @@ restyles it; at start-up the chat screen asked for 23 of them before its first f
 time to the first screen (bench/startup.py). This footer coalesces the requests into one per refresh and
 skips it when the keys it would show are the ones it shows.
 
-Textual's Footer also binds each FooterKey's `compact` to its own (`data_bind`), which registers the key as
-a watcher of the Footer. A recompose replaces the keys, but the watcher list keeps the old ones (Textual
-prunes it only when `compact` changes, which it never does here). The chat recomposes the footer a few times
-a turn, as its bindings follow the turn's state, so every turn left about a dozen dead keys alive, each with
-its styles and caches: at turn 40 that was 435 keys and 41,000 caches, and the garbage collector's passes
-grew with them (bench/long_session.py).
+It also forgets the keys a recompose replaced, which Textual's Footer keeps alive as watchers of its `compact`
+(tui/textual_internals.py says why that needs Textual's private state).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-WATCHERS = "__watchers"  # where textual.reactive keeps an object's watchers (Textual is pinned: pyproject.toml)
+from ..textual_internals import forget_detached_watchers
 
 
 class KeyFooter(Footer):
+    _reported = False
     _pending = False
     _shown: object = None
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # Textual's Footer stays empty until the screen first reports its bindings, after the first frame: the
-        # keys then came two frames (30-40 ms) after the rest of the screen. The screen's and the app's own
-        # keys are known at compose; a focused widget's, if it shows any, follow as with Textual's.
-        self.set_reactive(Footer._bindings_ready, True)
 
     def compose(self) -> ComposeResult:
         self._shown = self._keys()
         return super().compose()
 
     def bindings_changed(self, screen: Screen) -> None:
+        if not self._reported:  # the screen's first report: Textual's Footer shows its keys from here on
+            self._reported = True
+            super().bindings_changed(screen)
+            return
         if not screen.app.app_focus or self._pending:
             return
         if self.is_attached and screen is self.screen:
@@ -64,6 +56,4 @@ class KeyFooter(Footer):
 
     async def recompose(self) -> None:
         await super().recompose()
-        watchers = getattr(self, WATCHERS, {})
-        for bound in watchers.values():
-            bound[:] = [(node, callback) for node, callback in bound if node is self or node.is_attached]
+        forget_detached_watchers(self)

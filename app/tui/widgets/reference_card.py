@@ -109,8 +109,8 @@ class ReferenceCard(Widget, can_focus=True):
     # ------------------------------------------------------------------ state
 
     def watch_status(self, status: str) -> None:
-        # One restyle, not two (each of remove_class and add_class restyles on its own: 1 ms of the 2.4 the
-        # aggregator's last event took, just before the turn's end).
+        # One restyle, not two (each of remove_class and add_class restyles on its own, and the aggregator's
+        # last event comes just before the turn's end).
         self.remove_class(*(f"-{old}" for old in GLYPHS), update=False).add_class(f"-{status}")
         # Only a running card moves (spinner, elapsed seconds): it alone refreshes itself on a timer.
         running = status == "running"
@@ -218,7 +218,7 @@ class ReferenceCard(Widget, can_focus=True):
 
     def _width(self) -> int:
         # The width of the last layout. Not content_size: that asks the screen's compositor, which rebuilds its
-        # map of every widget when a layout is pending (most of a long chat's layout time, issue 12).
+        # map of every widget when a layout is pending (most of a long chat's layout time).
         return max(0, self.outer_size.width - self.styles.gutter.width)
 
     def render(self) -> Content:
