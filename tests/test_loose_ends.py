@@ -212,12 +212,16 @@ def test_the_first_line_of_ask_prints_a_configured_model_name_inert(home, llm_se
 
 
 def test_ask_into_a_reader_that_leaves_cancels_the_turn_and_exits_141_quietly(wire_config, llm_server, home):
-    """`moa-chat ask … | head -1`: once the reader has gone nobody reads the rest, so the turn is cancelled
-    (the aggregator's stream is closed mid-way) and ask ends as other tools do in a pipe: 141, no traceback."""
+    """`moa-chat ask --stream … | head -1`: once the reader has gone nobody reads the rest, so the turn is
+    cancelled (the aggregator's stream is closed mid-way) and ask ends as other tools do in a pipe: 141, no
+    traceback. (Without --stream a pipe gets the reply once whole, so there is no turn left to cancel.)"""
     wire_config()
     llm_server.script("agg", Reply(text="first line\n" + "more words " * 400, piece_delay=0.01))
     process = subprocess.Popen(
-        [sys.executable, "-m", "moa_chat", "ask", "hi"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "moa_chat", "ask", "hi", "--stream"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None

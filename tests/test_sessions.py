@@ -89,7 +89,7 @@ def test_a_kill_mid_stream_keeps_the_prompt_and_the_partial_reply(home, wire_con
     words = " ".join(f"word{n}" for n in range(400))
     llm_server.script("agg", Reply(text=words, piece_delay=0.01))
     process = subprocess.Popen(
-        [sys.executable, "-m", "moa_chat", "ask", "Tell me a long story"],
+        [sys.executable, "-m", "moa_chat", "ask", "Tell me a long story", "--stream"],  # into the pipe as it comes
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ),

@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask_ = sub.add_parser("ask", parents=[common], help="run one MoA turn without the TUI and print the reply")
     ask_.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from standard input")
     ask_.add_argument("--json", action="store_true", help="print one JSON object with the reply, references and usage")
+    ask_.add_argument(
+        "--stream",
+        action="store_true",
+        help="stream the reply into a pipe or file too (by default it is written there once whole)",
+    )
     ask_.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ask_.add_argument(
         "-y",

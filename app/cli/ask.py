@@ -62,7 +62,19 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         # stream the reporting thread is reading.
         threading.Thread(target=cancel.cancel, name="moa-ask-reader-gone", daemon=True).start()
 
-    progress = Progress(sys.stderr, None if args.json else sys.stdout, args.quiet, reader_gone=reader_gone)
+    # At a terminal (or with --stream) the reply streams; into a pipe or a file it is written once whole, so
+    # a script never reads half a reply followed by a fresh one. Wherever a fresh reply can be shown as one,
+    # a reply cut off after text arrived is asked for once more (ReplyRestarted).
+    terminal, stream = _is_terminal(sys.stdout), bool(getattr(args, "stream", False))
+    streamed = stream or terminal
+    session.restart_cut_reply = bool(args.json) or terminal or not stream
+    progress = Progress(
+        sys.stderr,
+        None if args.json else sys.stdout,
+        args.quiet,
+        reader_gone=reader_gone,
+        whole=not args.json and not streamed,
+    )
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
         result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
@@ -93,6 +105,14 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):  # closed, or not a real file
+        return False
 
 
 def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSession:

@@ -1,15 +1,24 @@
-"""What `moa-chat ask` shows while a turn runs: the reply on stdout as it streams, progress on stderr."""
+"""What `moa-chat ask` shows while a turn runs: the reply on stdout (as it streams, or once whole), progress
+on stderr."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import ClassVar, TextIO
 
-from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceStarted, ReplyDelta
+from ..engine import (
+    AggregatorStarted,
+    CallRetrying,
+    ReferenceFinished,
+    ReferenceStarted,
+    ReplyDelta,
+    ReplyRestarted,
+)
 from ..session import Event, Notice, ServerStart, ToolCallEvent
 from ..text.inert import inert
 from ..text.wording import plural
@@ -17,14 +26,27 @@ from ..tools.registry import summarize_arguments
 
 
 class Progress:
-    """Reference progress and notes on stderr; the reply itself goes to stdout as it streams."""
+    """Reference progress and notes on stderr; the reply itself goes to stdout as it streams, or, with
+    `whole`, once the turn has ended (a pipe: a script never reads half a reply followed by a fresh one)."""
 
     _GLYPH: ClassVar[dict[str, str]] = {"ok": "✓", "failed": "✗", "timeout": "⏱", "cancelled": "–"}
 
     def __init__(
-        self, err: TextIO, out: TextIO | None, quiet: bool, *, reader_gone: Callable[[], None] | None = None
+        self,
+        err: TextIO,
+        out: TextIO | None,
+        quiet: bool,
+        *,
+        reader_gone: Callable[[], None] | None = None,
+        whole: bool = False,
     ) -> None:
         self.err, self.out, self.quiet = err, out, quiet
+        # With `whole`, the reply is written here and reaches `out` at `end_line`; a restarted reply is
+        # taken back to where its round began.
+        self._whole: tuple[TextIO, io.StringIO] | None = None
+        if whole and out is not None:
+            self._whole = (out, io.StringIO())
+            self.out = self._whole[1]
         # Called once when stdout's reader has gone (`ask … | head -1`): nobody reads the rest of the reply.
         self._reader_gone = reader_gone
         self.reader_went_away = False
@@ -33,11 +55,20 @@ class Progress:
         self._any_reply = False
         self._after_tools = False
         self._ends_line = False  # the last reply text written ended with a newline
+        self._round_start: tuple[int, bool, bool, bool, bool] = (0, False, False, False, False)
+
+    def _state(self) -> tuple[int, bool, bool, bool, bool]:
+        written = self._whole[1].tell() if self._whole is not None else 0
+        return written, self._wrote_reply, self._any_reply, self._after_tools, self._ends_line
 
     def __call__(self, event: Event) -> None:
         with self._lock:
             if isinstance(event, ToolCallEvent):
                 self._after_tools = True
+            if isinstance(event, AggregatorStarted):
+                self._round_start = self._state()
+            if isinstance(event, ReplyRestarted):
+                self._restart()
             if isinstance(event, ReplyDelta):
                 if self.out is not None:
                     if self._after_tools and self._any_reply:
@@ -67,8 +98,19 @@ class Progress:
                 self.err.write(inert(line) + "\n")
                 self.err.flush()
 
+    def _restart(self) -> None:
+        """The round's reply starts afresh: held back, what it had written is taken back; shown, the fresh
+        one starts on a line of its own, after the line on stderr that says why."""
+        if self._whole is None:
+            return
+        written, self._wrote_reply, self._any_reply, self._after_tools, self._ends_line = self._round_start
+        buffer = self._whole[1]
+        buffer.seek(written)
+        buffer.truncate()
+
     def end_line(self) -> None:
-        """End the reply (whole or cut short) on a line of its own, so the shell prompt does not follow it."""
+        """End the reply (whole or cut short) on a line of its own, so the shell prompt does not follow it;
+        a reply held back until whole is written now."""
         with self._lock:
             if self._wrote_reply and self.out is not None and not self._ends_line:
                 try:
@@ -77,6 +119,14 @@ class Progress:
                 except BrokenPipeError:
                     self._lost_reader()
             self._wrote_reply = False
+            if self._whole is not None and self.out is not None:
+                out, buffer = self._whole
+                self._whole, self.out = None, out
+                try:
+                    out.write(buffer.getvalue())
+                    out.flush()
+                except BrokenPipeError:
+                    self._lost_reader()
 
     def _lost_reader(self) -> None:
         """Stop writing the reply, and say so once; stdout points at /dev/null so the exit's flush is quiet."""
@@ -105,6 +155,9 @@ class Progress:
                 f"  ↻ {event.label}: {event.reason} — retrying in {event.delay:.1f} s "
                 f"(attempt {event.attempt} of {event.attempts})"
             )
+        if isinstance(event, ReplyRestarted):
+            fresh = "" if self._whole is not None or self.out is None else "; the reply below starts afresh"
+            return f"  ↻ {event.label}: {event.reason} — asking again{fresh}"
         if isinstance(event, AggregatorStarted):
             if event.guidance_reused:
                 return None

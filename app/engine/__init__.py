@@ -15,6 +15,7 @@ from .events import (
     ReferencesSent,
     ReferenceStarted,
     ReplyDelta,
+    ReplyRestarted,
 )
 from .retry import RetryPolicy
 
@@ -34,5 +35,6 @@ __all__ = [
     "ReferenceStarted",
     "ReferencesSent",
     "ReplyDelta",
+    "ReplyRestarted",
     "RetryPolicy",
 ]

@@ -140,10 +140,16 @@ class ModelCall:
         *,
         abandoned: Callable[[], bool] = lambda: False,
         on_retry: Callable[[CallRetrying], None] | None = None,
+        restarts: int = 0,
+        on_restart: Callable[[CutOff, str], None] | None = None,
     ) -> None:
         """Send, read the whole answer, and retry transient failures that come before any of it.
 
-        Raises like `read`; an answer that is empty (no text, no tool call) is a failure too."""
+        A reference is retried after a cut-off too, text or not: its text is never the answer, so another
+        request loses nothing. An aggregator's reply cut off after text has arrived is asked again up to
+        `restarts` times (a front end that can show a fresh reply opts in), `on_restart` told first with
+        the cut-off text. Raises like `read`; an answer that is empty (no text, no tool call) is a failure too.
+        """
         try:
             while True:
                 try:
@@ -153,16 +159,19 @@ class ModelCall:
                         self._check_not_empty()
                     return
                 except LLMCallError as exc:
-                    # After the first token a retry would show the user a second, different answer.
-                    if self.assembler.has_output or abandoned():
+                    if abandoned():
                         raise
-                    delay = self.policy.delay(exc, self.attempts - 1)
+                    delay = self._retry_delay(exc, restarts)
                     if delay is None:
                         refusal = self.policy.refusal(exc)
                         if refusal is not None:
                             raise self._error(refusal) from exc
                         raise
-                    if on_retry is not None:
+                    if self.role == "aggregator" and self.assembler.text:
+                        restarts -= 1
+                        if on_restart is not None and isinstance(exc, CutOff):
+                            on_restart(exc, self.assembler.text)
+                    elif on_retry is not None:
                         on_retry(
                             CallRetrying(
                                 self.role,
@@ -179,6 +188,21 @@ class ModelCall:
                     self.first_token_at = None
         finally:
             self._cancel.release()
+
+    def _retry_delay(self, exc: LLMCallError, restarts: int) -> float | None:
+        """Seconds before asking again after `exc`, or None to let it stand."""
+        cut = isinstance(exc, CutOff)
+        if self.role == "reference":
+            return self.policy.delay(exc, self.attempts - 1, transient=True if cut else None)
+        if self.assembler.text:
+            # Text was shown: a retry is a fresh reply, only where the caller can show it as one, and never
+            # when retries are switched off (max_retries: 0).
+            if not (cut and restarts > 0 and self.policy.max_retries > 0):
+                return None
+            return self.policy.delay(exc, 0, transient=True)
+        if self.assembler.has_output:  # part of a tool call: a retry would run a different one
+            return None
+        return self.policy.delay(exc, self.attempts - 1)
 
     def _check_not_empty(self) -> None:
         if self.assembler.text.strip() or self.assembler.tool_calls():

@@ -26,6 +26,7 @@ from .events import (
     ReferenceFinished,
     ReferenceQueued,
     ReplyDelta,
+    ReplyRestarted,
     emit,
 )
 from .fanout import FanOut
@@ -47,8 +48,12 @@ class MoAEngine:
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
         message_filter: MessageFilter | None = None,
+        restart_cut_reply: bool = False,
     ) -> None:
         self.config, self.preset = config, preset
+        # Ask the aggregator once more when its reply is cut off after text arrived (ReplyRestarted): for a
+        # front end that can show the fresh reply as one, the cut-off text as an earlier version.
+        self.restart_cut_reply = restart_cut_reply
         # Solo: the aggregator alone, no references and no guidance (a quick question).
         self.solo = solo
         self.tracer = tracer  # every finished call's request and answer (save_traces)
@@ -229,10 +234,15 @@ class MoAEngine:
             emit(self.observer, AggregatorFinished(record))
             return record
 
+        def restarted(exc: CutOff, text: str) -> None:
+            emit(self.observer, ReplyRestarted(call.label, call.iteration, exc.reason, text))
+
         try:
             call.run(
                 lambda text: emit(self.observer, ReplyDelta(text)),
                 on_retry=lambda event: emit(self.observer, event),
+                restarts=1 if self.restart_cut_reply else 0,
+                on_restart=restarted,
             )
         except Cancelled:
             finished("cancelled", "cancelled by the user")

@@ -171,6 +171,17 @@ class CallRetrying:
     reason: str
 
 
+@dataclass(frozen=True)
+class ReplyRestarted:
+    """The aggregator's reply was cut off after text had arrived and is asked again: the ReplyDeltas that
+    follow are a fresh reply, and `text` (what arrived before the cut) is an earlier version, cut off."""
+
+    label: str
+    iteration: int
+    reason: str
+    text: str
+
+
 EngineEvent = (
     ReferenceQueued
     | ReferenceStarted
@@ -181,6 +192,7 @@ EngineEvent = (
     | ReplyDelta
     | AggregatorFinished
     | CallRetrying
+    | ReplyRestarted
 )
 EngineObserver = Callable[[EngineEvent], None]
 E = TypeVar("E")

@@ -128,11 +128,24 @@ def guidance_message(
             "request. Calls already made have finished — do not repeat them; use their results.",
         ]
     for number, result in answered:
-        lines += ["", f"### {name(number, result)}", "", result.text.strip()]
+        lines += ["", f"### {name(number, result)}{_stopped_early(result)}", "", result.text.strip()]
     if unavailable:
         names = ", ".join(f"{name(n, r)} ({_STATUS_WORDS.get(r.status, r.status)})" for n, r in unavailable)
         lines += ["", f"Unavailable this turn: {names}."]
     return user("\n".join(lines))
+
+
+# A reference the provider ended on purpose is whole as far as it goes, but may lack its end: the aggregator
+# is told so beside its answer, so it does not take a missing conclusion for the advisor's whole view.
+_STOPPED_EARLY = {
+    "length": "stopped early: max_tokens reached",
+    "content_filter": "stopped early by the provider's content filter",
+}
+
+
+def _stopped_early(result: ReferenceFinished) -> str:
+    words = _STOPPED_EARLY.get(result.finish_reason or "")
+    return f" ({words})" if words else ""
 
 
 def layer_message(results: Sequence[ReferenceFinished], *, anonymous: bool = False) -> str:
@@ -148,7 +161,7 @@ def layer_message(results: Sequence[ReferenceFinished], *, anonymous: bool = Fal
     ]
     for number, result in enumerate(answered, start=1):
         title = f"Answer {number}" if anonymous else f"Answer {number} — {result.label}"
-        lines += ["", f"### {title}", "", result.text.strip()]
+        lines += ["", f"### {title}{_stopped_early(result)}", "", result.text.strip()]
     return "\n".join(lines)
 
 

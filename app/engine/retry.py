@@ -35,9 +35,13 @@ class RetryPolicy:
     def from_limits(cls, limits: NetworkLimits) -> RetryPolicy:
         return cls(max_retries=limits.max_retries, max_wait=limits.max_retry_wait)
 
-    def delay(self, error: LLMCallError, retries_done: int) -> float | None:
-        """Seconds to wait before sending again, or None to give up with `error` (see `refusal`)."""
-        if isinstance(error, TimedOut) or not error.transient or retries_done >= self.max_retries:
+    def delay(self, error: LLMCallError, retries_done: int, *, transient: bool | None = None) -> float | None:
+        """Seconds to wait before sending again, or None to give up with `error` (see `refusal`).
+
+        `transient` overrides the error's own judgement: a reference cut off mid-answer is worth another
+        request, though the same cut would end an aggregator's shown reply for good."""
+        transient = error.transient if transient is None else transient
+        if isinstance(error, TimedOut) or not transient or retries_done >= self.max_retries:
             return None
         if error.retry_after is not None:
             return None if error.retry_after > self.max_wait else error.retry_after

@@ -58,6 +58,9 @@ class ChatSession:
         self.config = config
         self.preset = preset
         self.system_prompt: str | None = None  # for this session only (ask --system); else the config's
+        # A front end that can show a fresh reply after a cut-off one (ReplyRestarted) sets this: the
+        # aggregator is then asked once more when its reply is cut off after text arrived.
+        self.restart_cut_reply = False
         self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         environment = tool_environment(config)
@@ -289,6 +292,7 @@ class ChatSession:
                     call=self._call,
                     references=references,
                     system_prompt=self.system_prompt,
+                    restart_cut_reply=self.restart_cut_reply,
                     solo=solo,
                     tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
                 )

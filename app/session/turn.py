@@ -87,8 +87,10 @@ class Turn:
         solo: bool = False,
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
+        restart_cut_reply: bool = False,
     ) -> None:
         self.config, self.preset = config, preset
+        self.restart_cut_reply = restart_cut_reply  # see MoAEngine
         self.solo, self._rng, self._tracer = solo, rng, tracer
         # Given (ask --system), else the preset's, else the global one; sent first, never stored.
         self.system_prompt = system_prompt if system_prompt is not None else config.system_prompt_for(preset)
@@ -119,6 +121,7 @@ class Turn:
             rng=self._rng,
             tracer=self._tracer,
             message_filter=model_filter(self.config),
+            restart_cut_reply=self.restart_cut_reply,
         )
         conversation = list(messages)
         if self.system_prompt and not (conversation and conversation[0]["role"] == "system"):
