@@ -9,7 +9,7 @@ import sys
 
 def main() -> int:
     # Python's collector runs every few hundred allocations, and a start-up makes a few hundred thousand objects
-    # that live as long as the process: its passes find nothing, and took 30 ms before the chat's first screen.
+    # that live as long as the process: its passes find nothing and hold up the chat's first screen.
     # Paused before the first import; cli.main resumes it at once for every command but the chat, whose first
     # frame does (MoAChatApp.on_ready).
     gc.disable()

@@ -19,6 +19,7 @@ Figures per run, in seconds on the one monotonic clock all processes share:
 - gap: the longest time between two frames while the reply streamed (a frozen screen);
 - after: how long the app kept painting once the whole reply was shown;
 - total: the server's first byte to that frame.
+- rss: how much the app process's resident memory grew, from the prompt to a second after that frame.
 
 The machine is shared and noisy: rows alternate within each round, and the summary is medians and ratios.
 A row that has not shown the whole reply `--cap` seconds after the last byte is stopped there and shown as
@@ -63,16 +64,18 @@ PARAGRAPH = (
     "each update decides whether the log keeps up. "
 )
 CODE = "```python\ndef handler(event):\n    return {'ok': True, 'event': event}\n```\n\n"
+QUOTE = "> A quoted remark from the panel, long enough to wrap once at the width of the bench's screen.\n\n"
+TABLE = "| rate | tokens | lag |\n| --- | --- | --- |\n| 200 | 400 | low |\n| 2000 | 4000 | high |\n\n"
 
 
 def long_markdown(tokens: int) -> list[str]:
     """A reply of `tokens` pieces, heavy in blocks as long model answers are: sections of a heading, a
-    paragraph, a list and a code block (the reply issue 12 measured)."""
+    paragraph, a list, a quote, a table and a code block."""
     pieces: list[str] = []
     section = 0
     while len(pieces) < tokens:
         section += 1
-        block = f"## Section {section}\n\n{PARAGRAPH * 3}\n\n- first point\n- second point\n\n{CODE}"
+        block = f"## Section {section}\n\n{PARAGRAPH * 3}\n\n- first point\n- second point\n\n{QUOTE}{TABLE}{CODE}"
         pieces.extend(part + " " for part in block.split(" "))
     return pieces[:tokens]
 
@@ -136,11 +139,19 @@ class Server:
 
 
 class Frames:
-    """The frames an app hands to its driver: when, and whether the whole reply was on screen."""
+    """The frames an app hands to its driver: when, and whether the whole reply was on screen; and the process's
+    resident memory when the prompt is sent and once the reply has been shown (after the linger)."""
 
     def __init__(self) -> None:
         self.times: list[float] = []
         self.whole: float | None = None
+        self.rss: list[int] = []
+
+
+def rss() -> int:
+    """This process's resident memory, in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def frame_timed(cls: type, frames: Frames, shows_whole: Any) -> type:
@@ -186,10 +197,13 @@ def count_in_flight() -> None:
 
 
 def laid_out(app: Any, widget: Any) -> bool:
-    """Whether `widget` has a place in the last layout (without asking for a new one)."""
-    compositor = app.screen._compositor
-    geometry = (compositor._visible_map or {}).get(widget) or compositor._full_map.get(widget)
-    return geometry is not None and geometry.region.height > 0
+    """Whether `widget` has a place in the screen's layout."""
+    from textual.errors import NoWidget
+
+    try:
+        return bool(app.screen.find_widget(widget).region.height > 0)
+    except NoWidget:
+        return False
 
 
 async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: float) -> None:
@@ -217,8 +231,11 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
         markdown = [child for child in reply.children if isinstance(child, ReplyMarkdown)]
         if not markdown or markdown[-1].source != expected:
             return False
-        last = markdown[-1].children[-1] if markdown[-1].children else None
-        return last is not None and laid_out(app, last)
+        shown = markdown[-1]
+        if not shown.children:  # lines of its own: laid out at the height of all of them
+            height = shown.get_content_height(app.size, app.size, shown.size.width)
+            return laid_out(app, shown) and shown.size.height == height > 0
+        return laid_out(app, shown.children[-1])  # a tree whose Markdown is made of block widgets
 
     config = load_config(path)
     app = frame_timed(MoAChatApp, frames, shows_whole)(
@@ -229,8 +246,10 @@ async def run_moa_chat(base_url: str, expected: str, frames: Frames, deadline: f
         prompt.cursor_blink = False
         await asyncio.sleep(TYPING)
         prompt.load_text("go")
+        frames.rss.append(rss())
         await pilot.press("enter")
         await wait_for_whole(frames, deadline, app, shows_whole)
+        frames.rss.append(rss())
 
 
 async def wait_for_whole(frames: Frames, deadline: float, app: Any, shows_whole: Any) -> None:
@@ -338,7 +357,9 @@ async def run_pattern(mode: str, base_url: str, expected: str, frames: Frames, d
 
     app = frame_timed(pattern_app(base_url, mode), frames, shows_whole)()
     async with app.run_test(size=(120, 40)):
+        frames.rss.append(rss())
         await wait_for_whole(frames, deadline, app, shows_whole)
+        frames.rss.append(rss())
 
 
 def measure(kind: str, base_url: str, tokens: int, seconds: float) -> None:
@@ -353,7 +374,7 @@ def measure(kind: str, base_url: str, tokens: int, seconds: float) -> None:
         asyncio.run(run_moa_chat(base_url, expected, frames, deadline))
     else:
         asyncio.run(run_pattern(kind, base_url, expected, frames, deadline))
-    print(json.dumps({"frames": frames.times, "whole": frames.whole}))
+    print(json.dumps({"frames": frames.times, "whole": frames.whole, "rss": frames.rss}))
 
 
 # --------------------------------------------------------------------------- the runs
@@ -402,6 +423,7 @@ def one_run(row: str, server: Server, tokens: int, rate: float, cap: float, env:
         "total": None if lag is None else whole - served["first"],
         "frames": len(streaming),
         "stream": served["last"] - served["first"],
+        "rss": (result["rss"][-1] - result["rss"][0]) / 2**20 if len(result.get("rss", [])) == 2 else None,
     }
 
 
@@ -429,7 +451,7 @@ def scenario(
                     capped.add(row)
                 print(
                     f"  {tokens} tok @ {rate:g}/s round {round_ + 1} {row:>22}: lag {fmt(run['lag'], cap)}, "
-                    f"gap {fmt(run['gap'], cap)}, after {fmt(run['after'], cap)} "
+                    f"gap {fmt(run['gap'], cap)}, after {fmt(run['after'], cap)}, rss +{run['rss'] or 0:.0f} MB "
                     f"({run['frames']} frames while the server took {run['stream']:.2f} s)",
                     file=sys.stderr,
                     flush=True,
@@ -437,22 +459,25 @@ def scenario(
     finally:
         server.stop()
     header = f"\n{tokens:,} tokens at {rate:,g} tok/s (the stream itself: {tokens / rate:.1f} s)"
-    lines = [header, f"  {'':24}{'lag':>10}{'max gap':>10}{'after':>10}{'total':>10}  runs"]
+    lines = [header, f"  {'':24}{'lag':>10}{'max gap':>10}{'after':>10}{'total':>10}{'rss':>10}  runs"]
     medians: dict[str, float | None] = {}
     for row in rows:
         done = runs[row]
         if not done:
             continue
         # A capped run counts as longer than any other (it stops its row: later rounds skip it).
-        lags = sorted(done, key=lambda r: float("inf") if r["lag"] is None else r["lag"])
-        lag = lags[(len(lags) - 1) // 2]["lag"]  # the median, the lower one of an even count
+        middle = statistics.median(float("inf") if r["lag"] is None else r["lag"] for r in done)
+        lag = None if middle == float("inf") else middle
         medians[row] = lag
         gap = statistics.median(r["gap"] for r in done)
         after = statistics.median(r["after"] for r in done)
         total = None if lag is None else statistics.median(r["total"] for r in done if r["total"] is not None)
+        grown = [r["rss"] for r in done if r["rss"] is not None]
+        memory = f"+{statistics.median(grown):.0f} MB" if grown else "?"
         name = ROWS.get(row.partition("@")[0], row) + (f" @{row.partition('@')[2]}" if "@" in row else "")
         lines.append(
-            f"  {name:24}{fmt(lag, cap):>10}{fmt(gap, cap):>10}{fmt(after, cap):>10}{fmt(total, cap):>10}  {len(done)}"
+            f"  {name:24}{fmt(lag, cap):>10}{fmt(gap, cap):>10}{fmt(after, cap):>10}{fmt(total, cap):>10}"
+            f"{memory:>10}  {len(done)}"
         )
     ours = medians.get("moa-chat")
     for row, lag in medians.items():

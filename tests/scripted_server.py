@@ -32,6 +32,13 @@ class ScriptedServer:
     def requests_for(self, model: str) -> list[RecordedRequest]:
         return self.server.requests_for(model)
 
+    def wait_for_request(self, model: str, timeout: float = 5.0) -> RecordedRequest:
+        """The first request for `model`, once it has arrived; fails the test if none does within `timeout`.
+        Its `stalled` and `finished` events say when the server is in a scripted wait and when it is done."""
+        request = self.server.wait_for_request(model, timeout)
+        assert request is not None, f"no request for {model!r} within {timeout} s"
+        return request
+
     def script(self, model: str, reply: Script) -> None:
         self._scripts[model] = reply
 

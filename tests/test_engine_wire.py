@@ -215,14 +215,20 @@ def test_cancel_during_fanout_skips_pending_references_and_the_aggregator(wire_c
     cancel = CancelToken()
     events = []
     facade = MoAChatCompletions("wire", config=config, observer=events.append)
-    threading.Timer(0.3, cancel.cancel).start()
+
+    def cancel_once_ref_a_waits() -> None:  # ref-a's request is out and the server holds its reply back
+        llm_server.wait_for_request("ref-a").stalled.wait(5)
+        cancel.cancel()
+
+    threading.Thread(target=cancel_once_ref_a_waits, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
         facade.create(messages=QUESTION, cancel=cancel)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.5  # not the 5 s ref-a's reply waits
     statuses = {e.label: e.status for e in events if isinstance(e, ReferenceFinished)}
     assert statuses == {"wire:ref-a": "cancelled", "wire:ref-b": "cancelled", "wire:ref-c": "cancelled"}
-    time.sleep(0.2)
+    # Cancelled before they started: no request of theirs reached the server (the one worker stays on ref-a's
+    # unanswered request, abandoned to its daemon thread, so a late start could only come after its 5 s).
     assert not llm_server.requests_for("ref-b") and not llm_server.requests_for("agg")
 
 
@@ -245,9 +251,7 @@ def test_cancel_closes_the_aggregator_stream_at_once(wire_config, llm_server):
     assert time.monotonic() - started < 2
     assert result.text.startswith("w0 w1 w2 w3 w4")
     assert result.new_messages[-1]["content"] == result.text
-    deadline = time.monotonic() + 2
-    while llm_server.requests_for("agg")[0].finished_at is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert llm_server.requests_for("agg")[0].finished.wait(5)
     assert llm_server.requests_for("agg")[0].disconnected  # the server saw the client hang up
 
 
@@ -313,17 +317,22 @@ def test_cancel_is_prompt_even_while_the_stream_is_silent(wire_config, llm_serve
     llm_server.script("agg", Reply(text="first words and then silence", pause_after=2, pause=30))
     cancel = CancelToken()
     got_text = threading.Event()
+    shown = []
 
     def observer(event):
         if type(event).__name__ == "ReplyDelta":
-            got_text.set()
+            shown.append(event.text)
+            if "".join(shown) == "first words":
+                got_text.set()
 
     turn = Turn(config, config.preset("wire"), observer=observer, cancel=cancel)
     box = {}
     worker = threading.Thread(target=lambda: box.setdefault("result", turn.run(QUESTION)))
     worker.start()
+    # All the text before the silence has reached the turn and the server has gone quiet: what the client
+    # does next is wait in a read for a byte that does not come for 30 s.
     assert got_text.wait(5)
-    time.sleep(0.2)  # now blocked in a read
+    assert llm_server.wait_for_request("agg").stalled.wait(5)
     pressed = time.monotonic()
     cancel.cancel()
     worker.join(5)
@@ -340,9 +349,7 @@ def test_reference_timeout_closes_a_silent_reference_stream(wire_config, llm_ser
     assert time.monotonic() - started < 2
     [finished] = [e for e in events if isinstance(e, ReferenceFinished) and e.label == "wire:ref-a"]
     assert finished.status == "timeout"
-    deadline = time.monotonic() + 2
-    while llm_server.requests_for("ref-a")[0].finished_at is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert llm_server.requests_for("ref-a")[0].finished.wait(5)
     assert llm_server.requests_for("ref-a")[0].disconnected
 
 
@@ -365,7 +372,7 @@ def test_cancel_is_prompt_while_the_aggregator_waits_for_its_first_byte(wire_con
     )
     worker.start()
     assert started.wait(5)
-    time.sleep(0.3)  # the request is out, no byte back yet
+    assert llm_server.wait_for_request("agg").stalled.wait(5)  # the request is out, no byte back yet
     pressed = time.monotonic()
     cancel.cancel()
     worker.join(5)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.keys import KeyParser, help_rows, key_texts, use_key_parser
 from moa_chat.tui.screens.help import HelpScreen
@@ -21,17 +20,18 @@ from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from moa_chat.tui.widgets.tool_block import ToolHeader
 from textual import events
-from textual._xterm_parser import XTermParser
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
-from tui_helpers import make_app, run_turn, send, wait_until
+from textual_private import driver_input_parser, textual_input_parser
+from tui_helpers import make_app, run_turn, send, stored_session, wait_until
+
+FOOTER_KEY = "FooterKey"  # the footer's key widget, by its type's name (Textual does not export the class)
 
 # ----------------------------------------------------------------------------------------- raw bytes → keys
 
 
-def keys_from(data: str, parser_class: type[XTermParser] = KeyParser) -> list[str]:
+def keys_from(data: str, parser_class: type = KeyParser) -> list[str]:
     parser = parser_class()
     # End of input flushes what waits for more (a lone ESC, ESC CR), as the driver's timeout would.
     parsed = [*parser.feed(data), *parser.feed("")]
@@ -66,19 +66,19 @@ def test_the_bytes_terminals_send_read_as_the_keys_pressed(terminal, data, keys)
 
 
 def test_textual_alone_reads_alt_enter_as_enter_and_shift_f3_as_a_cursor_report():
-    # Why KeyParser exists: with Textual's parser, Alt+Enter sent the prompt and Shift+F3 never arrived.
-    assert keys_from("\x1b\r", XTermParser) == ["enter"]
-    assert keys_from("a\x1b\rb\x1b\rc", XTermParser) == ["a", "circumflex_accent", "enter", "b", "enter", "c"]
-    assert keys_from("\x1b[1;2R", XTermParser) == ["CursorPosition"]
-    assert keys_from("\x1b[27;2;13~", XTermParser) == ["shift+\r"]
+    # Why KeyParser exists: with Textual's parser, Alt+Enter sends the prompt and Shift+F3 never arrives. When
+    # this fails, Textual reads these itself now: KeyParser's part for them can go (tui/textual_internals.py).
+    textual = textual_input_parser()
+    assert keys_from("\x1b\r", textual) == ["enter"]
+    assert keys_from("a\x1b\rb\x1b\rc", textual) == ["a", "circumflex_accent", "enter", "b", "enter", "c"]
+    assert keys_from("\x1b[1;2R", textual) == ["CursorPosition"]
+    assert keys_from("\x1b[27;2;13~", textual) == ["shift+\r"]
 
 
 def test_the_app_reads_the_terminal_with_key_parser():
-    from textual.drivers import linux_driver
-
     use_key_parser()
     use_key_parser()  # idempotent
-    assert linux_driver.XTermParser is KeyParser
+    assert driver_input_parser("textual.drivers.linux_driver") is KeyParser
 
 
 async def post_bytes(pilot, data: str) -> None:
@@ -350,7 +350,7 @@ async def test_f5_copies_with_the_system_tool_and_says_so(home, tmp_path, monkey
         await wait_until(
             pilot, lambda: any("with xclip" in t for t in [str(x.render()) for x in app.screen.query("Toast")])
         )
-        reply = app.chat._last_reply
+        reply = app.chat.last_reply
         assert reply is not None
         assert (tmp_path / "clipboard").read_text() == reply.text == app.clipboard
         assert any(t.startswith("Copied the last reply (") for t in await toasts(pilot))
@@ -466,14 +466,13 @@ async def test_a_click_on_a_listed_name_takes_it(home, tmp_path, monkeypatch):
 
 
 def footer_keys(app) -> list[str]:
-    return [f"{key.key} {key.description}".strip() for key in app.screen.query(FooterKey)]
+    return [f"{key.key} {key.description}".strip() for key in app.screen.query(FOOTER_KEY)]
 
 
 async def test_the_footer_shows_what_can_be_done_now(home, wire_config, llm_server):
     llm_server.script("agg", Reply(pieces=["slow "] * 30, text="slow " * 30, piece_delay=0.1))
     config = wire_config()
-    session = ChatSession(config, config.preset("wire"), store=SessionStore(home / "sessions.db"))
-    app = make_app(config, "wire", session=session)
+    app = make_app(config, "wire", session=stored_session(config, SessionStore(home / "sessions.db")))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         idle = footer_keys(app)
@@ -510,7 +509,7 @@ async def test_a_narrow_footer_offers_the_hidden_sidebar(home):
         await run_turn(pilot, "How do I test a command-line tool?")
         # More keys than 80 columns hold: the least needed give way, and none runs under the palette's.
         await wait_until(pilot, lambda: "f5 Copy" in footer_keys(app), describe=lambda: footer_keys(app))
-        keys = list(app.screen.query(FooterKey))
+        keys = list(app.screen.query(FOOTER_KEY))
         palette = next(k for k in keys if k.has_class("-command-palette"))
         assert all(k.region.right <= palette.region.x for k in keys if k is not palette)
         assert {"f1 Help", "ctrl+q Quit", "f4 Sidebar"} <= set(footer_keys(app))

@@ -262,3 +262,46 @@ def test_a_damaged_database_is_one_clear_line_everywhere_and_is_never_written(ho
     assert err.startswith(f"moa-chat: error: the session database {path} is damaged") and err.count("\n") == 1
     assert "moa-chat doctor" in err
     assert path.read_bytes() == before
+
+
+LOCAL_ON_THE_TEST_SERVER = """
+providers:
+  local: {{base_url: "{base_url}", max_retries: 0}}
+moa:
+  default_preset: mine
+  presets:
+    mine:
+      reference_models: [{{provider: local, model: smollm2, samples: 2}}]
+      aggregator: {{provider: local, model: smollm2}}
+"""
+
+
+def test_a_turn_on_this_machine_shows_tokens_n_a_and_costs_0_in_sessions_and_the_export(home, llm_server, capsys):
+    """llama.cpp's server reports no usage: the turn's tokens are unknown ("n/a", never 0) and, the model being
+    this machine's, its cost is $0 rather than unknown."""
+    write_config(home, LOCAL_ON_THE_TEST_SERVER.format(base_url=llm_server.base_url))
+    llm_server.script("smollm2", Reply(text="Hello from this machine.", usage_chunk=False))
+    assert main(["ask", "hi"]) == 0
+    err = capsys.readouterr().err
+    assert "tokens n/a · $0" in err
+    assert main(["sessions"]) == 0
+    (row,) = capsys.readouterr().out.splitlines()
+    assert " $0 " in row
+    sid = row.split()[0]
+    assert main(["export", sid]) == 0
+    exported = capsys.readouterr().out
+    assert "· 1 turn · tokens n/a · $0 ·" in exported
+    assert "*local:smollm2 ·" in exported and "tokens n/a · $0*" in exported
+
+
+def test_the_export_shows_a_failed_turn_under_its_prompt(wire_config, llm_server, home, capsys):
+    wire_config()
+    llm_server.script("agg", Reply(status=500, error="the model crashed"))
+    assert main(["ask", "a question that fails"]) == 1
+    capsys.readouterr()
+    sid = SessionStore().latest().id
+    assert main(["export", sid]) == 0
+    exported = capsys.readouterr().out
+    prompt_at = exported.index("a question that fails")
+    failure_at = exported.index("*The turn failed: wire:agg failed: HTTP 500: the model crashed*")
+    assert failure_at > prompt_at

@@ -197,7 +197,7 @@ async def test_the_chat_shows_escape_sequences_as_visible_text(wire_config, llm_
     async with app.run_test(size=(110, 40)) as pilot:
         await run_turn(pilot, f"question {everything}")
         shown = [str(widget.render()) for widget in app.screen.query("*") if hasattr(widget, "render")]
-        markdown = [m.source for m in app.query("Markdown")]
+        markdown = [m.source for m in app.query("ReplyMarkdown")]
         block = app.query_one(ToolBlock)
         card = app.query_one(ReferenceSidebar).card(0)
         for text in (*markdown, block.event.result or "", card.text, *(str(n.render()) for n in app.query(NoticeLine))):

@@ -10,7 +10,7 @@ from pathlib import Path
 # Imported once the first screen is up (tui/app.py DEFERRED, llm.warm_up, the Ollama probe, the common code
 # languages' lexers: widgets/markdown.py), never before it.
 WARMED = (
-    *("openai", "markdown_it", "textual.widgets._markdown", "textual.widgets._data_table", "urllib.request"),
+    *("openai", "markdown_it", "moa_chat.tui.widgets.markdown_blocks", "textual.widgets._data_table", "urllib.request"),
     *("pygments.lexers.python", "pygments.lexers.shell", "pygments.lexers.javascript"),
 )
 # Imported when first used (fetch_url, a Retry-After date), never before the first screen either.
@@ -55,10 +55,10 @@ def test_what_was_deferred_is_loaded_once_the_first_screen_is_up(tmp_path):
                     assert time.monotonic() < deadline, [name for name in wanted if name not in sys.modules]
                     await asyncio.sleep(0.05)
                 # And the styles of a reply's widgets are learned with no reply shown yet (learn_reply_styles).
-                while not any(name == "Markdown.DEFAULT_CSS" for _, name in app.stylesheet.source):
+                while not any(name == "ReplyMarkdown.DEFAULT_CSS" for _, name in app.stylesheet.source):
                     assert time.monotonic() < deadline, "the reply's styles were never learned"
                     await asyncio.sleep(0.05)
-                assert not app.query("Markdown")
+                assert not app.query("ReplyMarkdown")
                 await pilot.press("f1")  # a deferred screen opens as any other
                 await pilot.pause()
                 assert type(app.screen).__name__ == "HelpScreen"

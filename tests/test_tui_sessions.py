@@ -4,20 +4,17 @@
 from __future__ import annotations
 
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.widgets.chat_log import FIRST_BATCH, HISTORY_BATCH, EarlierMessages, UserMessage, Welcome
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
-from tui_helpers import run_turn, wait_until
+from tui_helpers import run_turn, stored_session, wait_until
 
 
 def stored_app(config, store: SessionStore, session_id: str | None = None) -> MoAChatApp:
-    session = ChatSession(config, config.preset("wire"), store=store)
-    if session_id:
-        session.open(session_id)
-    app = MoAChatApp(config, session.preset, session=session, theme="textual-dark", remember_theme=False)
+    session = stored_session(config, store, session_id)
+    app = MoAChatApp(config, config.preset("wire"), session=session, theme="textual-dark", remember_theme=False)
     app.animation_level = "none"
     return app
 

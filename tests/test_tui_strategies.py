@@ -13,7 +13,7 @@ from moa_chat.engine import ReferenceFinished, ReferenceProgress, ReferenceStart
 from moa_chat.engine.events import CallRecord
 from moa_chat.llm.usage import Usage
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession, Turn
+from moa_chat.session import Turn
 from moa_chat.store import SessionStore, StoredTurn
 from moa_chat.tui.screens.side_by_side import SideBySide, fits_columns
 from moa_chat.tui.screens.trace import TraceScreen, calls_for_turn, load_turn_trace
@@ -23,7 +23,7 @@ from moa_chat.tui.widgets.reply import PanelAnswer
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent
-from tui_helpers import make_app, run_turn, send, settle, wait_until
+from tui_helpers import make_app, run_turn, send, settle, stored_session, wait_until
 
 SIZE = (120, 40)
 QUESTION = [{"role": "user", "content": "How do I reverse a list in Python?"}]
@@ -50,8 +50,7 @@ def traced_config(wire_config, extra: str = ""):
 
 def stored_app(config, home):
     """Traces are kept beside saved sessions only."""
-    session = ChatSession(config, config.preset("wire"), store=SessionStore(home / "sessions.db"))
-    return make_app(config, "wire", session=session)
+    return make_app(config, "wire", session=stored_session(config, SessionStore(home / "sessions.db")))
 
 
 # --------------------------------------------------------------------------- live references
@@ -247,11 +246,11 @@ async def _show_side_by_side(pilot, answers=ANSWERS) -> SideBySide:
     screen = SideBySide(answers, "wire:agg")
     pilot.app.push_screen(screen)
 
-    # Markdown parses (in a thread) and mounts its blocks after it is mounted itself: wait until every
-    # answer's blocks are in, then for them to be laid out.
+    # Wait until every answer's Markdown is there and the ones shown are laid out (a tab not chosen is not), then
+    # for the screen to settle.
     def rendered() -> bool:
         markdowns = list(screen.query(ReplyMarkdown))
-        return len(markdowns) == len(answers) and all(m.children for m in markdowns)
+        return len(markdowns) == len(answers) and any(m.size.height for m in markdowns)
 
     await wait_until(pilot, rendered)
     await pilot.pause()

@@ -156,7 +156,7 @@ async def test_typing_when_the_approval_pops_up_decides_nothing(home, project):
     app = make_app(load_config(), "demo")
     clock = ManualClock()
     async with app.run_test(size=(110, 40)) as pilot:
-        app.chat.approval_clock = clock
+        app.approver.clock = clock
         await send(pilot, "Please write a note file about caching")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         for key in "and also yes":

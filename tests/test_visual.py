@@ -14,14 +14,13 @@ from moa_chat.session import ToolCallEvent, UsageLedger
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.widgets.chat_log import ChatLog, UserMessage, Welcome
 from moa_chat.tui.widgets.header import StatusHeader
-from moa_chat.tui.widgets.markdown import CodeFence, ReplyMarkdown, parser
+from moa_chat.tui.widgets.markdown import ReplyMarkdown, parser
 from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from moa_chat.tui.widgets.tool_block import ToolBlock, ToolHeader
 from textual.app import App, ComposeResult
-from textual.style import Style
-from textual.widgets.markdown import MarkdownBlock
+from textual.selection import Selection
 from tui_helpers import make_app, run_turn, settle
 
 
@@ -73,11 +72,12 @@ def test_file_names_are_not_links_but_written_links_are():
     assert hrefs == ["https://example.com/x", "https://a.io"]
 
 
-def _click_actions(block: MarkdownBlock) -> list[str]:
+def _click_actions(markdown: ReplyMarkdown) -> list[str]:
     return [
-        str(span.style.meta.get("@click"))
-        for span in block._content.spans
-        if isinstance(span.style, Style) and span.style.meta
+        str(style.meta["@click"])
+        for y in range(markdown.size.height)
+        for _, style, _ in markdown.render_line(y)
+        if style is not None and "@click" in style.meta
     ]
 
 
@@ -94,24 +94,29 @@ async def test_a_reply_shows_file_names_as_text_and_code_in_a_named_frame(wire_c
         await settle(pilot)
         reply = app.query_one(AssistantReply)
         markdown = reply.query_one(ReplyMarkdown)
-        paragraph = markdown.query_one("MarkdownParagraph", MarkdownBlock)
-        actions = _click_actions(paragraph)
-        assert actions == ["link('https://example.com')"], actions
-        fences = list(markdown.query(CodeFence))
-        assert [f.border_title for f in fences] == ["python", None]
-        # No second blank line before the footer: the Markdown ends where its last block does.
-        assert markdown.children[-1].styles.margin.bottom == 1 and markdown.region.bottom == fences[-1].region.bottom
+        assert set(_click_actions(markdown)) == {"link('https://example.com')"}
+        lines = [markdown.render_line(y).text for y in range(markdown.size.height)]
+        tops = [line for line in lines if line.startswith("╭")]
+        assert len(tops) == 2 and tops[0].startswith("╭─ python ─") and "plain" not in tops[1]
+        assert tops[1].strip("╭─╮") == ""  # a bare block: a frame with no name
+        # No blank line before the footer: the Markdown ends where its last block does.
+        assert lines[-1].startswith("╰")
 
 
-async def test_a_long_code_line_scrolls_and_shows_a_scrollbar(wire_config, llm_server):
+async def test_a_long_code_line_wraps_inside_its_frame_marked_and_copies_as_one_line(wire_config, llm_server):
     long_line = "x = [" + ", ".join(str(n) for n in range(60)) + "]"
     llm_server.script("agg", Reply(text=f"```python\n{long_line}\n```"))
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 36)) as pilot:
         await run_turn(pilot, "a long line")
         await settle(pilot)
-        fence = app.query_one(CodeFence)
-        assert fence.max_scroll_x > 0 and fence.show_horizontal_scrollbar
+        markdown = app.query_one(ReplyMarkdown)
+        lines = [markdown.render_line(y).text for y in range(markdown.size.height)]
+        assert all(len(line) == markdown.size.width for line in lines)
+        assert sum(line.startswith("│↪") for line in lines) >= 1  # the continued part says it continues
+        assert all(line.rstrip().endswith("│") for line in lines[1:-1])  # nothing cut off at the frame
+        copied, _ = markdown.get_selection(Selection(None, None))
+        assert copied == long_line
 
 
 class _CardApp(App[None]):

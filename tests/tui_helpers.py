@@ -8,6 +8,9 @@ from collections.abc import Callable
 
 import pytest
 from moa_chat.config import Config
+from moa_chat.session import ChatSession
+from moa_chat.store import SessionStore
+from moa_chat.tools import Approver
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
@@ -18,6 +21,20 @@ def make_app(config: Config, preset: str, **kwargs: object) -> MoAChatApp:
     app = MoAChatApp(config, config.preset(preset), theme="textual-dark", remember_theme=False, **kwargs)
     app.animation_level = "none"  # static spinners: snapshots must not depend on timer ticks
     return app
+
+
+def stored_session(
+    config: Config, store: SessionStore, session_id: str | None = None, preset: str = "wire"
+) -> Callable[[Approver], ChatSession]:
+    """The app's session (MoAChatApp's `session`): saved in `store`, continuing `session_id` if given."""
+
+    def build(approver: Approver) -> ChatSession:
+        session = ChatSession(config, config.preset(preset), approver=approver, store=store)
+        if session_id:
+            session.open(session_id)
+        return session
+
+    return build
 
 
 async def wait_until(

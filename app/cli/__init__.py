@@ -24,7 +24,7 @@ from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
 
 if TYPE_CHECKING:
-    from ..session import ChatSession
+    from ..tui.app import MoAChatApp
 
 
 def _common(*, under_a_command: bool) -> argparse.ArgumentParser:
@@ -156,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
             from .ask import ask
 
             return ask(config, choice.preset, args, notice=choice.notice)
-        session, notice = _tui_session(config, args, choice.preset, choice.notice)
+        app = _tui_app(config, args, choice.preset, choice.notice)
     except (ConfigError, StoreError) as exc:
         return _usage_error(exc)
     if not _has_a_terminal():  # checked after the config and the session: their errors say more
         return _usage_error("the chat needs a terminal: stdin and stdout must be one; in a script, use `moa-chat ask`")
     from ..tui.app import run_app
 
-    return run_app(config, session, notice=notice)
+    return run_app(app)
 
 
 def _has_a_terminal() -> bool:
@@ -202,13 +202,14 @@ def _usage_error(exc: Exception | str) -> int:
     return EXIT_USAGE
 
 
-def _tui_session(
-    config: Config, args: argparse.Namespace, preset: Preset, notice: str | None
-) -> tuple[ChatSession, str | None]:
-    """The TUI's session: stored unless the store cannot be opened (then it says so and keeps going),
-    continuing --session or --resume (those must work, or moa-chat stops with the reason)."""
+def _tui_app(config: Config, args: argparse.Namespace, preset: Preset, notice: str | None) -> MoAChatApp:
+    """The chat app and its session: stored unless the store cannot be opened (then it says so and keeps
+    going), continuing --session or --resume (those must work, or moa-chat stops with the reason). The
+    session is built by the app, with the app's approver (the approval dialog)."""
     from ..session import ChatSession
     from ..store import SessionStore, StoreError
+    from ..tools import Approver
+    from ..tui.app import MoAChatApp
 
     wanted = args.session or args.resume
     try:
@@ -218,12 +219,16 @@ def _tui_session(
             raise
         store = None
         notice = "\n".join(filter(None, [notice, f"Conversations are not being saved: {exc}"]))
-    session = ChatSession(config, preset, store=store)
-    if store is not None and wanted:
-        latest = store.latest() if not args.session else None
-        if not args.session and latest is None:
-            raise StoreError("there is no stored session to resume yet")
-        session.open(args.session or (latest.id if latest else ""))
-        if args.preset or args.aggregator or args.reference:  # given now: wins over what the session used
-            session.switch_preset(preset.name)
-    return session, notice
+
+    def session(approver: Approver) -> ChatSession:
+        chat_session = ChatSession(config, preset, approver=approver, store=store)
+        if store is not None and wanted:
+            latest = store.latest() if not args.session else None
+            if not args.session and latest is None:
+                raise StoreError("there is no stored session to resume yet")
+            chat_session.open(args.session or (latest.id if latest else ""))
+            if args.preset or args.aggregator or args.reference:  # given now: wins over what the session used
+                chat_session.switch_preset(preset.name)
+        return chat_session
+
+    return MoAChatApp(config, preset, notice=notice, session=session, freeze_heap=True)

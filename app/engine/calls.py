@@ -15,7 +15,7 @@ from typing import Literal
 
 from ..config import Config, Slot
 from ..config.model import NetworkLimits
-from ..config.pricing import Price
+from ..config.pricing import FREE, Price
 from ..llm import (
     CallLLM,
     ChatRequest,
@@ -375,8 +375,8 @@ class ModelCall:
 
     def cost(self) -> float | None:
         usage = self.assembler.usage
-        if usage is None:
-            return None
+        if usage is None:  # no tokens reported: a free model (this machine's) still costs nothing
+            return 0.0 if self.price == FREE else None
         if usage.cost is not None:
             return usage.cost
         return self.price.cost(usage.prompt_tokens, usage.completion_tokens) if self.price else None

@@ -187,7 +187,7 @@ class LocalServer:
             raise
 
     def _wait_until_ready(self) -> None:
-        import urllib.error  # urllib.request (http.client, email) is 9 ms the app's start-up need not pay
+        import urllib.error  # here: urllib.request (http.client, email) is a cost the app's start-up need not pay
         import urllib.request
 
         deadline = time.monotonic() + START_TIMEOUT

@@ -42,6 +42,7 @@ class Reply:
     status: int = 200
     error: str = "scripted error"  # the message of an HTTP error (status >= 400)
     usage: dict[str, int] | None = None  # default: estimated from the request and the reply
+    usage_chunk: bool = True  # False: no usage chunk even when the request asks for one (llama.cpp's server)
     argument_pieces: int = 4  # how many deltas each tool call's arguments are split into
     repeat_call_identity: bool = False  # llama.cpp style: id and name in every tool-call delta
     drop_after: int | None = None  # drop the connection after this many text deltas
@@ -68,6 +69,11 @@ class RecordedRequest:
     disconnected: bool = False
     authorization: bool = False  # whether a bearer token came (never the token itself)
     usage_sent: dict[str, int] | None = None  # the usage the server reported for this request, if it did
+    # Set when the server starts a scripted wait (`delay` before the reply, `pause` mid-stream): a test that
+    # acts while the client waits on the server waits for this, not for a guessed time.
+    stalled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # Set when the server is done with the request (`finished_at`, `disconnected` are final then).
+    finished: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def model(self) -> str:
@@ -101,6 +107,7 @@ class OpenAICompatibleServer:
         self.models = models or []
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified as each request is recorded
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"owner": self})
@@ -135,9 +142,16 @@ class OpenAICompatibleServer:
         with self._lock:
             return [r for r in self.requests if r.model == model]
 
+    def wait_for_request(self, model: str, timeout: float = 5.0) -> RecordedRequest | None:
+        """The first request for `model`, once it has arrived (None if none does within `timeout`)."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: any(r.model == model for r in self.requests), timeout)
+            return next((r for r in self.requests if r.model == model), None)
+
     def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
+        with self._arrived:
             self.requests.append(request)
+            self._arrived.notify_all()
 
     def next_id(self) -> int:
         return next(self._ids)
@@ -191,8 +205,10 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a broken script should show up as a server error, not a hang
             reply = Reply(status=500, error=f"responder failed: {type(exc).__name__}: {exc}")
         try:
-            if reply.delay and self._wait(reply.delay, record):
-                return
+            if reply.delay:
+                record.stalled.set()
+                if self._wait(reply.delay, record):
+                    return
             if reply.status >= 400:
                 self._send_json(
                     reply.status,
@@ -216,6 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected = True
         finally:
             record.finished_at = time.monotonic()
+            record.finished.set()
 
     def _wait(self, seconds: float, record: RecordedRequest) -> bool:
         """Sleep, but end early (True) if the server stops or the client hangs up meanwhile."""
@@ -319,6 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n and reply.piece_delay and behind > 0 and self._wait(behind, record):
                 return
             if reply.pause_after is not None and n == reply.pause_after:
+                record.stalled.set()
                 if self._pause(reply, record):
                     return
                 paused += reply.pause
@@ -345,7 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
                     delta["function"]["name"] = call.name
                 self._event(chunk({"tool_calls": [delta]}))
         self._event(chunk({}, finish=self._finish_reason(reply)))
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if reply.usage_chunk and (body.get("stream_options") or {}).get("include_usage"):
             record.usage_sent = self._usage(body, reply)
             self._event(chunk(None, usage=record.usage_sent))
         self._write_chunk(b"data: [DONE]\n\n")

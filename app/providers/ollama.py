@@ -23,7 +23,7 @@ def _root(base_url: str) -> str:
 
 @functools.cache
 def _installed(base_url: str) -> tuple[str, ...] | None:
-    import http.client  # here, not at the top: 9 ms the app's first screen need not wait for
+    import http.client  # here, not at the top: an import the app's first screen need not wait for
     import urllib.request
 
     # Whatever answers on that port (or nothing, or not HTTP, or not Ollama) is "no Ollama here", never a crash.

@@ -3,6 +3,8 @@ JSON with everything the store holds for it."""
 
 from __future__ import annotations
 
+from ..config.pricing import cost_label
+from ..text.wording import plural
 from .json_shapes import SessionJson, TurnJson
 from .session_store import SessionStore, StoredTurn
 
@@ -38,14 +40,27 @@ def _turn_json(turn: StoredTurn) -> TurnJson:
     }
 
 
+def _spent(turns: list[StoredTurn]) -> str:
+    """Tokens and cost over the turns' calls, as the chat's header says them: "tokens n/a" where no provider
+    reported any (llama.cpp's server does not), and no cost where no call has a price."""
+    records = [call.record for turn in turns for call in turn.calls]
+    reported = [r.usage for r in records if r.usage is not None]
+    tokens = f"{sum(u.total_tokens for u in reported):,} tokens" if reported else "tokens n/a"
+    costs = [r.cost for r in records if r.cost is not None]
+    if not costs:
+        return tokens
+    complete = all(r.cost is not None for r in records if r.usage is not None)
+    return f"{tokens} · {cost_label(sum(costs), complete=complete)}"
+
+
 def as_markdown(store: SessionStore, session_id: str) -> str:
     summary = store.session(session_id)
     turns = {turn.user_message_id: turn for turn in store.turns(summary.id)}
     lines = [
         f"# {summary.title or 'Untitled session'}",
         "",
-        f"*moa-chat session `{summary.id}` · preset "
-        f"{summary.preset} · {summary.turns} turns · updated {summary.as_json()['updated']}*",
+        f"*moa-chat session `{summary.id}` · preset {summary.preset} · {plural(summary.turns, 'turn')} · "
+        f"{_spent(list(turns.values()))} · updated {summary.as_json()['updated']}*",
         "",
     ]
     turn: StoredTurn | None = None
@@ -60,6 +75,8 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
                     lines += [f"### {record.label} ({record.status})", ""]
                     lines += [call.text or f"*No answer: {record.error or record.status}*", ""]
                 lines += ["</details>", ""]
+            if turn is not None and turn.status == "failed":  # no reply follows: say why, under the prompt
+                lines += [f"*The turn failed: {turn.error or 'no reason was given'}*", ""]
         elif message.role == "assistant":
             aggregator = (turn.preset_json.get("aggregator") or {}) if turn else {}
             who = f"{aggregator.get('provider')}:{aggregator.get('model')}" if aggregator else "assistant"
@@ -71,6 +88,8 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
                 lines += [f"> tool call `{name}` {arguments}", ""]
             if message.partial or (turn is not None and not turn.complete):
                 lines += [f"*This reply is incomplete ({turn.status if turn else 'partial'}).*", ""]
+            elif turn is not None and message.content:
+                lines += [f"*{who} · {turn.seconds or 0:.1f}s · {_spent([turn])}*", ""]
         elif message.role == "tool":
             lines += [
                 "<details>",

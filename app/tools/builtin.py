@@ -353,7 +353,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def _text_of_html(html: str) -> str:
     """The readable text of a page: no scripts or styles, a line break per block. html.parser is imported here,
-    on the first page fetched, not with the tools at every start-up (3 ms)."""
+    on the first page fetched, not with the tools at every start-up."""
     from html.parser import HTMLParser
 
     class TextOfHtml(HTMLParser):

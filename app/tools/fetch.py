@@ -137,7 +137,7 @@ def _connect(addresses: tuple[str, ...], port: int, timeout: float | None) -> so
 @functools.cache
 def _pinned_connections() -> tuple[Connect, Connect]:
     """HTTP and HTTPS connections to the checked addresses. Made on the first fetch: http.client (and the email
-    package it parses headers with) is 4 ms of every start-up otherwise, for a tool most turns never call."""
+    package it parses headers with) would otherwise be paid at every start-up, for a tool most turns never call."""
     import http.client
 
     class PinnedHTTP(http.client.HTTPConnection):

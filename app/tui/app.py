@@ -9,7 +9,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from importlib.resources import files
 from pathlib import Path, PurePath
@@ -31,18 +31,24 @@ from ..config.settings import load_settings, save_setting
 from ..llm import warm_up
 from ..providers.ollama import installed_models
 from ..session import ChatSession
+from ..tools import Approver
 from . import heap
-from .commands import ModelCommands, PresetCommands
+from .approver import DialogApprover
+from .commands import ModelCommands, PresetCommands, chat_commands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
-from .screens.chat import ChatScreen
+from .screens.chat import ChatScreen, find_chat
 from .screens.preset_picker import PresetPicker
+from .widgets.prompt_input import PromptInput
 
 STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.tcss")
 # How long a thread may hold the GIL while another waits for it. The UI thread lays out and paints in long
-# stretches of Python; a turn's threads need the GIL back after every socket write and read, and at CPython's
-# default of 5 ms each wait cost up to that much: the fan-out's requests left over 40-100 ms while the screen
-# was laid out. At 0.5 ms they leave within a few, for a few per cent of throughput while both are busy.
+# stretches of Python; a turn's threads need the GIL back after every socket write and read, and each wait can
+# last the whole interval (CPython's default is 5 ms). At 0.5 ms the fan-out's requests leave while the screen
+# is laid out, for a few per cent of throughput while both are busy (bench/fanout.py, docs/performance.md).
 SWITCH_INTERVAL = 0.0005
+
+# How the app gets its session: built with the approver the app hands it (the approval dialog, on this app).
+SessionFactory = Callable[[Approver], ChatSession]
 
 
 def stylesheet_paths() -> list[str | PurePath]:
@@ -70,15 +76,19 @@ class MoAChatApp(App[int]):
         notice: str | None = None,
         theme: str | None = None,
         remember_theme: bool = True,
-        session: ChatSession | None = None,
+        session: SessionFactory | None = None,
         freeze_heap: bool = False,
     ) -> None:
-        """`freeze_heap`: for a process that is the app's alone (run_app): the garbage collector as heap.py
-        tells."""
+        """`session`: builds the chat's session with the approver given (a stored one, a session reopened...);
+        by default a session of `preset`, not stored. `freeze_heap`: for a process that is the app's alone
+        (run_app): the garbage collector as heap.py tells."""
         super().__init__()
         self._quitting = False
         self.config = config
-        self.session = session or ChatSession(config, preset)
+        # Tool calls that need a yes ask it in a dialog on this app; its quiet period runs on `approver.clock`.
+        self.approver = DialogApprover(self)
+        make_session = session or (lambda approver: ChatSession(config, preset, approver=approver))
+        self.session = make_session(self.approver)
         self.notice = notice
         self._remember_theme = remember_theme
         self._freeze_heap = freeze_heap
@@ -95,13 +105,10 @@ class MoAChatApp(App[int]):
     @property
     def chat(self) -> ChatScreen:
         """The chat, wherever it sits in the screen stack (a modal may be on top of it)."""
-        for screen in reversed(self.screen_stack):
-            if isinstance(screen, ChatScreen):
-                return screen
-        raise LookupError("the chat screen is not mounted yet")
+        return find_chat(self)
 
     def get_default_screen(self) -> ChatScreen:
-        return ChatScreen(self.session, notice=self.notice)
+        return ChatScreen(self.session, self, notice=self.notice)
 
     def get_driver_class(self) -> type[Driver]:
         use_key_parser()  # Alt+Enter, Shift+F3 and modifyOtherKeys' Shift+Enter read as those keys
@@ -110,7 +117,7 @@ class MoAChatApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         # Before Textual hands a key to the focused widget: a letter typed on a card goes to the prompt, in order.
         if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, ChatScreen):
-            self.screen.steer_typing(event)
+            _steer_typing(self.screen, event)
         await super().on_event(event)
 
     def copy_to_clipboard(self, text: str) -> None:
@@ -225,7 +232,7 @@ class MoAChatApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield from self.chat.system_commands()
+        yield from chat_commands(self.chat)
         keys = key_texts(self.chat)
         yield SystemCommand("Help", f"Keys and where to find more ({keys.get('help', 'F1')})", self.action_help)
 
@@ -262,6 +269,21 @@ def _import_deferred(app: MoAChatApp, *, freeze: bool) -> None:
     app.post_message(WarmedUp(freeze))
 
 
+def _steer_typing(chat: ChatScreen, event: events.Key) -> None:
+    """A printable key typed while the focus is elsewhere on the chat (a card, a tool call, nowhere) goes to
+    the prompt, unless something focused takes it (a binding, or a widget that reads text)."""
+    if not event.is_printable or not event.character:
+        return
+    focused = chat.focused
+    if isinstance(focused, PromptInput):
+        return
+    if focused is not None and focused.check_consume_key(event.key, event.character):
+        return
+    if any(key in chat.active_bindings for key in event.aliases):
+        return
+    chat.focus_prompt()
+
+
 def _terminal_open() -> bool:
     stdin = sys.__stdin__
     try:
@@ -270,9 +292,10 @@ def _terminal_open() -> bool:
         return False
 
 
-def run_app(config: Config, session: ChatSession, *, notice: str | None = None) -> int:
-    app = MoAChatApp(config, session.preset, notice=notice, session=session, freeze_heap=True)
+def run_app(app: MoAChatApp) -> int:
+    """Run the chat until it ends, then close its store; the exit code."""
     app.run()
+    session = app.session
     # The worker threads have been joined by now: nothing writes to the store any more.
     if session.store is not None:
         with contextlib.suppress(Exception):

@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from typing import Any
 
 from textual.app import App
 
@@ -18,7 +19,7 @@ from .screens.approval import ApprovalScreen
 
 
 class DialogApprover:
-    def __init__(self, app: App[object], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, app: App[Any], clock: Callable[[], float] = time.monotonic) -> None:
         self.app = app
         # The dialog's quiet period runs on this clock: real time, or a test's.
         self.clock = clock

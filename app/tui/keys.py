@@ -1,22 +1,18 @@
 """The keys as they really are: read from the active bindings, so a `keymap:` remap shows everywhere a key
 is named (help, palette, welcome); the `keymap:` itself checked against Textual's key names, so a typo is
-reported instead of silently doing nothing; and the bytes terminals send for a few keys read as those keys
-(`KeyParser`), where Textual's own parser reads them as something else."""
+reported instead of silently doing nothing. The bytes terminals send for a few keys are read as those keys by
+`KeyParser` (tui/textual_internals.py), where Textual's own parser reads them as something else."""
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
-from textual import events
-from textual._parser import Peek1, Read1
-from textual._xterm_parser import XTermParser
 from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.keys import (
@@ -26,9 +22,13 @@ from textual.keys import (
     KEY_TO_UNICODE_NAME,
     REPLACED_KEYS,
     Keys,
-    _character_to_key,
 )
 from textual.screen import Screen
+
+from .textual_internals import KeyParser, kitty_key_names, use_key_parser
+from .textual_internals import character_to_key as _character_to_key
+
+__all__ = ["KeyParser", "use_key_parser"]  # read the terminal (textual_internals), named here for the app
 
 
 def declared_bindings(screen: Screen[Any]) -> list[Binding]:
@@ -148,12 +148,7 @@ def _named_keys() -> frozenset[str]:
     and the kitty keyboard protocol's keys (f25…f35, media keys)."""
     names = {key.value for key in Keys if not key.value.startswith("<")}
     names.update(alias for aliases in KEY_ALIASES.values() for alias in aliases)
-    try:  # private to Textual: without it only kitty-only keys go unrecognised
-        from textual._keyboard_protocol import FUNCTIONAL_KEYS, MODIFIER_FUNCTIONAL_KEYS
-    except ImportError:
-        pass
-    else:
-        names.update(k for k in FUNCTIONAL_KEYS.values() if k not in MODIFIER_FUNCTIONAL_KEYS)
+    names.update(kitty_key_names())
     return frozenset(names)
 
 
@@ -260,71 +255,3 @@ def keymap_notice(config_path: object, problems: list[str], help_key: str = "F1"
         f"{where}\n{lines}\nThese are ignored (a binding left without a valid key keeps its default). "
         f"Help ({help_key}) lists the binding ids."
     )
-
-
-# ----------------------------------------------------------------------------------------- terminal input
-
-# xterm's modifyOtherKeys form, CSI 27 ; modifiers ; code ~ (tmux with `extended-keys always` sends it too):
-# Textual reads its code as the key's and its last number as the text, so Shift+Enter came out as "shift+\r".
-_MODIFY_OTHER_KEYS = re.compile(r"\x1b\[27;(\d+);(\d+)~")
-_NAMED_CODES = {13: "enter", 9: "tab", 27: "escape", 127: "backspace", 8: "backspace", 32: "space"}
-_MODIFIER_BITS = ((1, "shift"), (2, "alt"), (4, "ctrl"))
-
-
-def _modified(name: str, parameter: int) -> str | None:
-    """`name` with the modifiers an xterm parameter (1 + bits) names; None for bits Textual has no name for."""
-    bits = parameter - 1
-    if bits <= 0 or bits & ~0b111:
-        return None
-    return "+".join([*sorted(m for bit, m in _MODIFIER_BITS if bits & bit), name])
-
-
-class KeyParser(XTermParser):
-    """Textual's input parser, with the bytes it reads as the wrong key (or none) put right:
-
-    * ESC CR (Alt+Enter in xterm with metaSendsEscape, GNOME Terminal, tmux) came out as a plain Enter, which
-      sent a half-written prompt, or, followed quickly by more keys and another ESC, as "^" and Enter; and
-      0x8D (xterm's 8-bit Alt+Enter) as a key named "\\x8d". All: alt+enter.
-    * CSI 1 ; m R (Shift+F3 and other modified F3s in xterm, GNOME Terminal and tmux) is also the shape of a
-      cursor position report, and Textual takes it for one: the key never arrived. The app never asks for the
-      cursor's position (only inline apps do), so a report is always a key here.
-    * modifyOtherKeys sequences: Shift+Enter (CSI 27;2;13~) came out as "shift+\\r".
-    """
-
-    def _sequence_to_key_events(self, sequence: str, alt: bool = False) -> Iterable[events.Key]:
-        # ESC CR whole, at once: no escape sequence goes on from there. Left to wait for more, it took the
-        # letters typed next along, and an ESC among them (another Alt+Enter) had it all sent as "^", Enter.
-        if sequence in ("\x1b\r", "\x8d") or (sequence == "\r" and alt):
-            yield events.Key("alt+enter", None)
-            return
-        if match := _MODIFY_OTHER_KEYS.fullmatch(sequence):
-            code = int(match[2])
-            name = _NAMED_CODES.get(code) or (_character_to_key(chr(code).lower()) if 32 < code < 127 else None)
-            key = _modified(name, int(match[1])) if name else None
-            if key is not None:
-                yield events.Key(key, None)
-                return
-        yield from super()._sequence_to_key_events(sequence, alt)
-
-    def parse(self, token_callback: Callable[[Any], None]) -> Generator[Read1 | Peek1, str, None]:
-        def translated(token: Any) -> None:
-            if isinstance(token, events.CursorPosition) and token.y == 0:
-                key = _modified("f3", token.x + 1)  # CSI 1 ; m R reads as row 1, column m
-                if key is not None:
-                    token = events.Key(key, None)
-            token_callback(token)
-
-        return super().parse(translated)
-
-
-def use_key_parser() -> None:
-    """Read the terminal with `KeyParser`. Textual's drivers build their parser inside the input thread, by the
-    module's name for it, with no way to pass another: the name is what there is to change. The inline driver
-    keeps Textual's parser, since it does ask for the cursor's position."""
-    for name in ("textual.drivers.linux_driver", "textual.drivers.web_driver"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # not on this platform (termios): its driver is not used either
-            continue
-        if getattr(module, "XTermParser", None) is XTermParser:
-            setattr(module, "XTermParser", KeyParser)  # noqa: B010 (mypy: a module has no such attribute)

@@ -3,8 +3,6 @@ its text grows here as it arrives."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -12,11 +10,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..host import Copier
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS, ReferenceCard
-
-if TYPE_CHECKING:
-    from ..app import MoAChatApp
 
 
 class ReferenceDetail(ModalScreen[None]):
@@ -25,9 +21,10 @@ class ReferenceDetail(ModalScreen[None]):
         Binding("c", "copy", "Copy answer", id="copy_reference"),
     ]
 
-    def __init__(self, card: ReferenceCard) -> None:
+    def __init__(self, card: ReferenceCard, clipboard: Copier) -> None:
         super().__init__()
         self.card = card
+        self.clipboard = clipboard
         self.label, self.role = card.label, "Aggregator" if card.aggregator else f"Reference {card.index + 1}"
         self._read()
 
@@ -96,4 +93,4 @@ class ReferenceDetail(ModalScreen[None]):
 
     def action_copy(self) -> None:
         if self.text:
-            cast("MoAChatApp", self.app).copy_text(self.text, f"{self.label}'s answer ({len(self.text):,} characters)")
+            self.clipboard.copy_text(self.text, f"{self.label}'s answer ({len(self.text):,} characters)")

@@ -135,6 +135,29 @@ class ChatLog(VerticalScroll):
     def forget_history(self) -> None:
         self._earlier = []
 
+    def page(self, direction: int) -> None:
+        """A page up (direction < 0) or down. Scrolling up releases the anchor, so a streaming reply stops
+        pulling the view down. Textual releases it on any scroll, even a page down at the very bottom, which
+        moves nothing and would leave the next reply growing out of view: a page that reaches the end anchors
+        it again instead."""
+        if direction < 0:
+            self.scroll_page_up(animate=False)
+        elif self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            self.scroll_end(animate=False)  # and follows new text again (the anchor holds)
+        else:
+            self.scroll_page_down(animate=False)
+
+    def last_prompt(self) -> UserMessage | None:
+        """The newest prompt on screen, if any."""
+        prompts = self.query(UserMessage)
+        return prompts.last() if prompts else None
+
+    async def drop_after(self, widget: Widget, *, inclusive: bool = False) -> None:
+        """Take the widgets after `widget` (and it, if inclusive) off the screen; the store keeps them."""
+        children = list(self.children)
+        position = children.index(widget) + (0 if inclusive else 1)
+        await self.remove_children(children[position:])
+
     def on_assistant_reply_ended(self, event: AssistantReply.Ended) -> None:
         # After the layout that placed the reply's footer: the heights to keep are known then.
         self.call_after_refresh(self.fold_away)

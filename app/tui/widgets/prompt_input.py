@@ -88,7 +88,8 @@ class PromptInput(TextArea):
         self.working_folder = working_folder  # where @paths are looked up (read when completing)
         self._shown: Candidates | None = None  # what the completion list shows, while it is open
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        # Runs before TextArea's own key handler (Textual calls a class's handlers before its base classes').
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -98,22 +99,21 @@ class PromptInput(TextArea):
                 self.submit()
             return
         if await self._run_own_binding(event.key):
-            self._restart_blink()
+            # Handled: it goes no further up (the app would run the binding again). TextArea's handler, next in
+            # line, still restarts the cursor's blink; it would insert a printable key, so that one stops here.
             event.stop()
-            event.prevent_default()
+            if event.is_printable:
+                event.prevent_default()
         # Otherwise TextArea's handler, next in line, inserts it, or it goes on up to the screen's keys.
 
     async def _run_own_binding(self, key: str) -> bool:
-        """Run this box's binding for `key` now, as Textual would later (keymap applied, check_action asked)."""
-        bindings = self._bindings.copy()
-        keymap = self.app._keymap
-        if keymap:
-            bindings.apply_keymap(keymap)
-        for binding in bindings.key_to_bindings.get(key, ()):
-            # Priority bindings ran before the key reached the box; a disabled one lets the key go on up.
-            if not binding.priority and await self.app.run_action(binding.action, self):
-                return True
-        return False
+        """Run this box's binding for `key` now, as Textual would later: the screen's active bindings are the
+        focus chain's with the keymap applied and check_action asked, and the box is first in that chain."""
+        active = self.screen.active_bindings.get(key)
+        if active is None or active.node is not self or not active.enabled or active.binding.priority:
+            # Another node's (or nobody's) key; a priority binding ran before the key reached the box.
+            return False
+        return bool(await self.app.run_action(active.binding.action, self))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "complete_path":
@@ -243,10 +243,10 @@ class PromptInput(TextArea):
         if self._shown is not None and self._mention() is None:
             self._hide()
 
-    def _on_blur(self, event: events.Blur) -> None:
+    def on_blur(self, event: events.Blur) -> None:
         self._hide()
 
-    async def _on_paste(self, event: events.Paste) -> None:
+    async def on_paste(self, event: events.Paste) -> None:
         # All of it here: TextArea's own handler would insert it a second time (prevent_default), and a paste
         # posted to the box itself would come back from the app to the focused widget (stop).
         event.stop()

@@ -37,9 +37,8 @@ class _Segment:
     """One run of streamed text between tool blocks (the reply's text from `start` on), and the task that hands
     it to its Markdown: whatever arrived since the last batch, one batch per frame, so the batch size follows
     how fast the screen keeps up (Textual's MarkdownStream appends back to back instead, and its batches grow
-    until each one re-lays out the whole reply). Between batches, the blocks the stream has left behind are
-    frozen (drawn to lines: tui/widgets/markdown.py), so that a batch costs the same at the end of a long reply
-    as at its start."""
+    until each one re-lays out the whole reply). The Markdown draws a finished block once (tui/widgets/markdown.py),
+    so that a batch costs the same at the end of a long reply as at its start."""
 
     def __init__(self, widget: ReplyMarkdown, start: int) -> None:
         self.widget = widget
@@ -74,8 +73,7 @@ class _Segment:
 
     def drain(self, then: Callable[[], object]) -> None:
         """No more text will come: show what is left batch by batch, a frame painted after each (the last one
-        too), then call `then`. A backlog drawn in one batch held the screen still: 1.15-1.7 s for 20,000
-        tokens at 10,000 tok/s (bench/stream_render.py)."""
+        too), then call `then`. A long backlog drawn in one batch would hold the screen still."""
         if self._task.done():
             then()
             return
@@ -131,8 +129,7 @@ class _Segment:
             spent = time.monotonic() - started
             if spent >= BATCH_PERIOD:
                 # A slow batch (a new kind of block, the first code block's lexer): the screen paints it before the
-                # next one starts. With no pause, two such batches ran back to back and held the screen still for
-                # 120-150 ms (bench/stream_render.py, 4,000 tokens at 2,000 tok/s).
+                # next one starts: two such batches back to back would hold the screen still.
                 await self._painted()
                 continue
             pause = min(BATCH_PERIOD - spent, 2 * spent)
@@ -174,13 +171,11 @@ class _Segment:
 
 
 BATCH_PERIOD = 1 / 30  # streamed text goes to the Markdown at most this often: a batch per frame or two
-# The time one batch should take at most, so that frames keep coming. A batch overshoots it now and then (a new
-# shape's stamp, a code block's lexer): at 0.04 s, frames of a 20,000-token reply at 10,000 tok/s came up to
-# 100-107 ms apart, 87-90 ms at 0.03 s, and its last frame sooner as well (145-170 against 188-203 ms; two
-# runs of alternating rounds, bench/stream_render.py). Other rates and lengths: alike within noise.
+# The time one batch should take at most, so that frames keep coming (a batch overshoots it now and then: a code
+# block's lexer, a long block drawn again). Figures: docs/performance.md.
 BATCH_SECONDS = 0.03
-# Once the text is all here, a batch may take longer: no text waits behind it, and each frame in between costs
-# 15-40 ms at the end of a long reply, so that with 0.04 s batches the backlog took twice as long to show.
+# Once the text is all here, a batch may take longer: no text waits behind it, and fewer, larger batches show the
+# backlog sooner than many frames in between.
 DRAIN_SECONDS = 0.08
 BATCH_CHARACTERS = (400, 40_000)  # the smallest and largest batch (the first is the smallest)
 
@@ -285,7 +280,7 @@ class AssistantReply(Vertical):
 
     @property
     def settled(self) -> bool:
-        """Whether all the text that arrived is in the widgets (for benches and tests: bench/stream_render.py)."""
+        """Whether all the text that arrived is in the Markdown (for benches and tests)."""
         return self._segment is None or self._segment.settled
 
     @property
@@ -336,7 +331,7 @@ class AssistantReply(Vertical):
 
     async def finish(self, result: TurnResult, *, tokens: int) -> None:
         # The last text and the footer, shown in one frame: each await between them would otherwise let a layout
-        # and a paint in (two frames of 25-45 ms before the reply looks done).
+        # and a paint in (two frames before the reply looks done).
         from .markdown import batch_update
 
         with batch_update(self):
@@ -489,12 +484,7 @@ class AssistantReply(Vertical):
         return [*widgets, *self._ending(status, turn.error if turn else None, turn.seconds if turn else None, tokens)]
 
     def _mark(self, status: str) -> None:
-        # add_class restyles every descendant, and a long reply has hundreds of Markdown blocks (over a
-        # second for 4,000 tokens: bench/stream_render.py). Only the reply's own border depends on the
-        # status class, so restyle just this node.
-        self.add_class(f"-{status}", update=False)
-        self.app.stylesheet.apply(self)
-        self.refresh(layout=True)
+        self.add_class(f"-{status}")
 
     def last_code_block(self) -> str | None:
         blocks = CODE_BLOCK.findall(self.text)

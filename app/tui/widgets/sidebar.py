@@ -8,11 +8,31 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...config import Config, Preset
+from ...engine import (
+    AggregatorFinished,
+    AggregatorStarted,
+    CallRetrying,
+    ReferenceFinished,
+    ReferenceProgress,
+    ReferenceQueued,
+    ReferenceStarted,
+)
 from ...engine.panel import panel
 from ...providers import missing_keys
 from ...session import UsageLedger
 from ...text.wording import plural
 from .reference_card import ReferenceCard
+
+# What the panel's cards show: a reference's life, the aggregator's, and a call of either being retried.
+PanelEvent = (
+    ReferenceQueued
+    | ReferenceStarted
+    | ReferenceProgress
+    | ReferenceFinished
+    | AggregatorStarted
+    | AggregatorFinished
+    | CallRetrying
+)
 
 
 class ReferenceSidebar(VerticalScroll, can_focus=False):
@@ -81,6 +101,21 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
     def aggregator_card(self) -> ReferenceCard:
         assert self._aggregator is not None, "the sidebar is composed"
         return self._aggregator
+
+    def apply(self, event: PanelEvent) -> None:
+        """Hand `event` to the card it is about: a reference's by its index, else the aggregator's."""
+        if isinstance(event, AggregatorStarted | AggregatorFinished):
+            card: ReferenceCard | None = self.aggregator_card
+        elif isinstance(event, CallRetrying) and event.role == "aggregator":
+            card = self.aggregator_card
+        else:
+            card = self.card(event.index)
+        if card is not None:
+            card.apply(event)
+
+    def finished(self) -> int:
+        """How many of the references have answered, failed or stopped so far this turn."""
+        return sum(card.status not in ("queued", "running") for card in self._cards)
 
     def start_turn(self) -> None:
         for card in self.cards():

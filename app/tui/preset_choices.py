@@ -1,0 +1,87 @@
+"""The ways the chat's preset changes: by name (the palette), stepping through those that can run (F3,
+Shift+F3), the preset picker (F2, with a Self-MoA on a local Ollama model), or a provider's model as the
+aggregator or one more reference. Each change is the session's; what the chat shows of it is `switched`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.screen import Screen
+
+from ..config import ConfigError, Preset
+from ..providers import next_runnable
+from ..session import ChatSession
+from .host import ChatHost
+from .screens.model_picker import ModelPicker
+from .screens.preset_picker import PresetPicker, SelfMoA
+
+
+class PresetChoices:
+    def __init__(
+        self, session: ChatSession, screen: Screen[Any], host: ChatHost, switched: Callable[[Preset], None]
+    ) -> None:
+        """`screen` shows the pickers and the notices; `switched` shows a preset that has become current."""
+        self.session = session
+        self._screen = screen
+        self._host = host
+        self._switched = switched
+
+    def switch(self, name: str) -> None:
+        self._switched(self.session.switch_preset(name))
+
+    def cycle(self, step: int) -> None:
+        # Only presets that can run: stepping onto one whose key is missing would just fail the next prompt.
+        preset = next_runnable(self.session.config, self.session.preset.name, step)
+        if preset is None:
+            self._screen.notify(
+                "No other preset can run with the keys set here; F2 lists what each one needs.",
+                title="Preset not switched",
+                severity="warning",
+            )
+            return
+        self.switch(preset.name)
+
+    def choose_model(self, provider: str, *, as_aggregator: bool) -> None:
+        """List `provider`'s models; the one chosen becomes the aggregator, or joins the references."""
+
+        def chosen(spec: str | None) -> None:
+            if not spec:
+                return
+            try:
+                preset = self.session.use_model(spec, as_aggregator=as_aggregator)
+            except ConfigError as exc:
+                self._screen.notify(str(exc), title="Model not used", severity="error")
+                return
+            self._switched(preset)
+
+        picker = ModelPicker(self.session.config, provider, as_aggregator=as_aggregator)
+        self._screen.app.push_screen(picker, chosen)
+
+    def use_self_moa(self, spec: str) -> None:
+        """A Self-MoA on one model (`provider:model`, e.g. one of Ollama's) for this session."""
+        try:
+            preset = self.session.use_self_moa(spec)
+        except ConfigError as exc:
+            self._screen.notify(str(exc), title="Model not used", severity="error")
+            return
+        self._switched(preset)
+
+    def pick(self) -> None:
+        """The preset picker: a preset, or a Self-MoA on one of a local Ollama's models."""
+
+        def chosen(choice: str | SelfMoA | None) -> None:
+            if isinstance(choice, SelfMoA):
+                self.use_self_moa(choice.spec)
+            elif choice and choice != self.session.preset.name:
+                self.switch(choice)
+
+        picker = PresetPicker(self.session.config, self.session.preset.name, ollama=self._host.ollama_models)
+        self._screen.app.push_screen(picker, chosen)
+
+    def announce_preflight(self, preset: Preset) -> None:
+        """What would stop `preset`'s next turn (a missing key), or slow it, as notices."""
+        error, warning = self.session.preflight(preset)
+        for text, level in ((error, "error"), (warning, "warning")):
+            if text:
+                self._screen.notify(text, severity="error" if level == "error" else "warning", timeout=8)
