@@ -372,3 +372,117 @@ def test_tool_env_takes_core_or_all_and_names_its_line(home):
     assert load_config(write_config(home, "tools: [read_file]\n")).tool_env == "core"
     with pytest.raises(ConfigError, match=r"config.yaml:2.*tool_env must be `core`"):
         load_config(write_config(home, "tools: [read_file]\ntool_env: everything\n"))
+
+
+# --------------------------------------------------------------------------- values that cannot work (issue 31 §5)
+
+_BOUNDED_PRESET = """
+moa:
+  presets:
+    big:
+      reference_models:
+        - provider: openai
+          model: gpt-4.1-mini
+{slot}
+      aggregator: {{provider: openai, model: gpt-4.1}}
+{preset}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ("network:\n  first_token_timeout: 10000000000\n", 2, "first_token_timeout"),
+        ("network:\n  stall_timeout: 1000000000000\n", 2, "stall_timeout"),
+        ("network:\n  connect_timeout: 1.0e+12\n", 2, "connect_timeout"),
+        ("network:\n  max_retry_wait: 1.0e+12\n", 2, "max_retry_wait"),
+        ("network:\n  max_retries: 1000000000\n", 2, "max_retries"),
+        ("providers:\n  openai:\n    first_token_timeout: 1.0e+12\n", 3, "first_token_timeout"),
+        ("providers:\n  openai:\n    max_retries: 1000000000\n", 3, "max_retries"),
+        ("max_iterations: 1000000000\n", 1, "max_iterations"),
+        ("pricing:\n  openai:gpt-4.1:\n    input: 1.0e+12\n    output: 1\n", 3, "input"),
+        (_BOUNDED_PRESET.format(slot="          timeout: 1.0e+12", preset=""), 7, "timeout"),
+        (_BOUNDED_PRESET.format(slot="          max_tokens: 1000000000000", preset=""), 7, "max_tokens"),
+        (_BOUNDED_PRESET.format(slot="          samples: 1000000", preset=""), 7, "samples"),
+        (_BOUNDED_PRESET.format(slot="", preset="      reference_timeout: 1.0e+12"), 9, "reference_timeout"),
+        (_BOUNDED_PRESET.format(slot="", preset="      max_workers: 1000000"), 9, "max_workers"),
+        (_BOUNDED_PRESET.format(slot="", preset="      max_iterations: 1000000000"), 9, "max_iterations"),
+        (_BOUNDED_PRESET.format(slot="", preset="      layers: 1000"), 9, "layers"),
+        (_BOUNDED_PRESET.format(slot="", preset="      quorum: 1000000000"), 9, "quorum"),
+        (_BOUNDED_PRESET.format(slot="", preset="      deadline: 1.0e+12"), 9, "deadline"),
+        (_BOUNDED_PRESET.format(slot="", preset="      max_cost_per_turn: 1.0e+12"), 9, "max_cost_per_turn"),
+    ],
+)
+def test_a_number_too_large_to_work_is_refused_at_load_with_its_line(home, text, line, key):
+    # A time limit of 1e10 s once loaded, then failed every turn: "timestamp out of range for platform time_t".
+    path = write_config(home, text.strip("\n"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: ") and f"{key} must be" in message and "at most" in message
+
+
+def test_large_but_sensible_numbers_still_load(home):
+    text = _BOUNDED_PRESET.format(
+        slot="          max_tokens: 200000\n          timeout: 3600",
+        preset="      deadline: 600\n      max_workers: 32\n      max_iterations: 200\n      max_cost_per_turn: 50",
+    )
+    text += "network:\n  first_token_timeout: 3600\n  stall_timeout: 600\n  max_retries: 10\n"
+    config = load_config(write_config(home, text.strip("\n")))
+    assert config.network.first_token_timeout == 3600 and config.preset("big").aggregator.model == "gpt-4.1"
+
+
+def test_every_mistake_of_a_config_is_reported_at_once_each_with_its_line(home):
+    path = write_config(
+        home,
+        """
+        network:
+          first_token_timeout: 10000000000
+          stall_timeout: -1
+        providers:
+          mine:
+            base_url: ftp://nowhere
+        moa:
+          default_preset: big
+          presets:
+            big:
+              reference_models: [{provider: openai, model: a, temprature: 0.5}]
+              aggregator: {provider: openai, model: b}
+        save_traces: sometimes
+        """,
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    # The first line is the first mistake in the file, as a single mistake is reported.
+    assert lines[0] == (
+        f"{path}:2: network: first_token_timeout must be a number >= 0.001 (at most 86,400 seconds), not 10000000000"
+    )
+    assert lines[1] == "4 more problems in the configuration:"
+    assert lines[2].strip().startswith(f"{path}:3: network: stall_timeout must be")
+    assert lines[3].strip().startswith(f"{path}:6: provider 'mine' needs base_url")
+    assert lines[4].strip().startswith(f"{path}:11: preset 'big' reference 1: unknown key 'temprature'")
+    assert lines[5].strip().startswith(f"{path}:13: save_traces must be true or false")
+    assert len(lines) == 6  # the preset with a mistake is not reported again as an unknown default_preset
+    assert [e.line for e in info.value.errors] == [2, 3, 6, 11, 13]
+
+
+def test_an_unclosed_quote_is_reported_where_it_opens_not_at_the_end_of_the_file(home):
+    path = write_config(
+        home,
+        """
+        providers:
+          mine:
+            base_url: "http://localhost:8000/v1
+            api_key_env: MINE_KEY
+        moa:
+          default_preset: demo
+        """,
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.line == 3
+    assert str(info.value) == (
+        f'{path}:3: invalid YAML at line 3, column 15: the quoted string opened here (") is never closed: '
+        "the file ends inside it"
+    )

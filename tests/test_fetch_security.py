@@ -136,7 +136,8 @@ def test_yes_does_not_allow_local_fetches_allow_local_does(
     assert with_yes.returncode == 0, with_yes.stderr
     assert "--allow-local" in with_yes.stderr and SECRET not in with_yes.stdout
     sent = llm_server.requests_for("agg")[1].messages
-    assert any(m["role"] == "tool" and m["content"] == "denied by the user" for m in sent)
+    denial = "not allowed in this non-interactive run: run with --allow-local to allow"
+    assert any(m["role"] == "tool" and m["content"] == denial for m in sent)
     allowed = run("ask", "read it", "--allow-local", "--no-save")
     assert allowed.returncode == 0, allowed.stderr
     sent = llm_server.requests_for("agg")[-1].messages

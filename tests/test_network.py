@@ -269,6 +269,33 @@ def test_connection_refused_names_the_url_and_asks_whether_the_local_server_runs
     assert result.references[0].error == result.error.removeprefix("ollama:llama3 failed: ")
 
 
+def test_a_host_that_does_not_resolve_is_named_and_said_not_to_resolve(home):
+    # .invalid never resolves (RFC 6761), so no network is needed for the lookup to fail.
+    config = load_config(
+        write_config(
+            home,
+            """
+            providers:
+              nowhere:
+                base_url: http://no-such-host.invalid/v1
+            moa:
+              presets:
+                wire:
+                  reference_models: [{provider: nowhere, model: m}]
+                  aggregator: {provider: nowhere, model: m}
+            network:
+              max_retries: 0
+            """,
+        )
+    )
+    result = run(config)
+    assert result.status == "failed"
+    assert result.error == (
+        "nowhere:m failed: the host no-such-host.invalid could not be resolved (DNS): check base_url "
+        "http://no-such-host.invalid/v1 and the network"
+    )
+
+
 def test_the_retry_policy_backs_off_exponentially_with_bounded_jitter():
     error = LLMCallError("HTTP 503", provider="p", model="m", transient=True)
     no_jitter = RetryPolicy(max_retries=6, random=lambda: 0.0)

@@ -9,7 +9,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 
+import pytest
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.store import SessionStore
 from test_cli import run
@@ -244,3 +246,53 @@ def test_a_turn_that_cannot_be_saved_does_not_cut_the_stored_conversation(home, 
     session.send("third")
     prompts = [m.content for m in session.store.path(session.id) if m.role == "user"]
     assert prompts == ["first", "second", "third"]  # before: a new root, the history cut off
+
+
+@pytest.mark.parametrize("first_done", ["A", "B"])
+def test_two_ask_c_at_once_keep_both_exchanges_whole_and_in_order(home, wire_config, llm_server, first_done):
+    """Two `ask -c` on one session, both waiting on the aggregator at once: the stored conversation has each
+    exchange whole (no prompt left without its answer, no prompt answering another), in order."""
+    wire_config()
+    asked = {"A": threading.Event(), "B": threading.Event()}
+    release = {"A": threading.Event(), "B": threading.Event()}
+
+    def aggregator(body):
+        prompts = [m["content"] for m in body["messages"] if m["content"] in ("prompt A", "prompt B")]
+        if not prompts:
+            return Reply(text="answer first")
+        which = prompts[-1][-1]
+        asked[which].set()
+        release[which].wait(60)  # held until the test lets this process finish
+        return Reply(text=f"answer {which}")
+
+    llm_server.script("agg", aggregator)
+    assert run("ask", "first").returncode == 0
+    processes = {}
+    for which in ("A", "B"):  # B starts once A's prompt is stored and A waits on the aggregator
+        processes[which] = subprocess.Popen(
+            [sys.executable, "-m", "moa_chat", "ask", "-c", f"prompt {which}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        assert asked[which].wait(60), f"ask -c 'prompt {which}' never reached the aggregator"
+    for which in (first_done, "B" if first_done == "A" else "A"):
+        release[which].set()
+        out, err = processes[which].communicate(timeout=60)
+        assert processes[which].returncode == 0, err
+        assert out.strip() == f"answer {which}"
+    (session,) = json.loads(run("sessions", "--json").stdout)
+    exported = json.loads(run("export", session["id"], "--format", "json").stdout)
+    assert [(m["role"], m["content"]) for m in exported["messages"]] == [
+        ("user", "first"),
+        ("assistant", "answer first"),
+        ("user", "prompt A"),
+        ("assistant", "answer A"),
+        ("user", "prompt B"),
+        ("assistant", "answer B"),
+    ]
+    assert [t["status"] for t in exported["turns"]] == ["ok", "ok", "ok"]
+    markdown = run("export", session["id"]).stdout
+    assert markdown.index("prompt A") < markdown.index("answer A") < markdown.index("prompt B")
+    assert markdown.index("prompt B") < markdown.index("answer B")

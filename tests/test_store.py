@@ -200,3 +200,68 @@ def test_a_commit_refused_by_the_disk_or_a_lock_leaves_no_stale_transaction(tmp_
     kept = store.add_message(sid, {"role": "user", "content": "kept"}, parent_id=None)
     assert [m.id for m in store.path(sid)] == [kept]
     assert [m.content for m in store.children(None, sid)] == ["kept"]  # the failed write left nothing behind
+
+
+# --------------------------------------------------------------------------- two continuations at once
+
+
+class _Continuation:
+    """One `ask -c` as the store sees it: its prompt under the head it read, a partial reply, its finish."""
+
+    def __init__(self, store: SessionStore, sid: str, prompt: str, preset) -> None:
+        self.store, self.sid, self.prompt = store, sid, prompt
+        parent = store.path(sid)[-1].id
+        self.user = store.add_message(sid, {"role": "user", "content": prompt}, parent_id=parent)
+        self.turn = store.begin_turn(sid, self.user, preset)
+        self.partial: int | None = None
+
+    def stream(self) -> None:
+        self.partial = self.store.save_partial(
+            self.sid, f"half of {self.prompt}", parent_id=self.user, turn_id=self.turn, message_id=None
+        )
+
+    def finish(self) -> int:
+        return self.store.finish_turn(
+            self.turn,
+            session_id=self.sid,
+            parent_id=self.user,
+            status="ok",
+            error=None,
+            seconds=1.0,
+            messages=[{"role": "assistant", "content": f"answer to {self.prompt}"}],
+            calls=[],
+            partial_id=self.partial,
+        )
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        "A B A.finish B.finish",
+        "A B B.finish A.finish",
+        "A A.stream B B.stream A.finish B.finish",
+        "A A.stream B B.stream B.finish A.finish",
+        "A B A.stream B.finish A.finish",  # B ends while A's partial reply is the head
+        "A B B.stream A.stream A.finish B.finish",
+    ],
+)
+def test_two_continuations_at_once_keep_both_exchanges_whole_and_in_order(tmp_path, steps):
+    store = SessionStore(tmp_path / "sessions.db")
+    preset = load_config().preset("demo")
+    sid = store.create_session("demo", "first")
+    first = store.add_message(sid, {"role": "user", "content": "first"}, parent_id=None)
+    store.add_message(sid, {"role": "assistant", "content": "answer to first"}, parent_id=first)
+    runs: dict[str, _Continuation] = {}
+    for step in steps.split():
+        name, _, action = step.partition(".")
+        if not action:
+            runs[name] = _Continuation(store, sid, f"prompt {name}", preset)
+        else:
+            getattr(runs[name], action)()
+    contents = [m.content for m in store.path(sid)]
+    assert contents[:2] == ["first", "answer to first"]
+    exchanges = list(zip(contents[2::2], contents[3::2], strict=True))
+    assert sorted(exchanges) == [("prompt A", "answer to prompt A"), ("prompt B", "answer to prompt B")]
+    assert not any(m.partial for m in store.path(sid))
+    with sqlite3.connect(store.file) as db:
+        assert db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 6  # nothing lost, nothing left over

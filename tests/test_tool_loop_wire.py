@@ -12,7 +12,7 @@ from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ToolCallEvent, Turn
 from moa_chat.tools import ToolRegistry, Workspace
-from moa_chat.tools.approval import Answering, ApprovalPolicy
+from moa_chat.tools.approval import Answering, ApprovalPolicy, ApprovalRequest, Verdict
 from moa_chat.tools.builtin import builtin_tools
 
 ASK = [{"role": "user", "content": "What does README.md say?"}]
@@ -172,6 +172,38 @@ def test_a_changing_tool_asks_first_and_a_denial_reaches_the_model(wire_config, 
     tool = next(m for m in llm_server.requests_for("agg")[1].body["messages"] if m["role"] == "tool")
     assert tool["content"] == "denied by the user"
     assert [e.status for e in events if isinstance(e, ToolCallEvent)] == ["requested", "awaiting_approval", "denied"]
+
+
+def test_with_no_one_to_ask_the_model_is_told_the_run_allows_it_not_that_a_user_said_no(
+    wire_config, llm_server, registry, workspace
+):
+    config = wire_config()
+    write = {"path": "out.txt", "content": "x"}
+    local = llm_server.base_url + "/models"
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[call("write_file", write, id="w"), call("fetch_url", {"url": local}, id="f")]),
+            Reply(text="ok"),
+        ],
+    )
+    result = turn(config, registry, approval=ApprovalPolicy()).run(ASK)  # no approver: `ask` without flags
+    assert not workspace.root.joinpath("out.txt").exists()
+    told = {m["tool_call_id"]: m["content"] for m in result.new_messages if m["role"] == "tool"}
+    assert told == {
+        "w": "not allowed in this non-interactive run: run with --yes to allow",
+        "f": "not allowed in this non-interactive run: run with --allow-local to allow",
+    }
+
+
+def test_the_policy_says_who_denied(registry):
+    request = ApprovalRequest("c", "write_file", {})
+    never = CancelToken()
+    assert ApprovalPolicy().decide(request, never) == Verdict("deny", denied_by="no_one_to_ask")
+    assert ApprovalPolicy(Answering(lambda r: "deny")).decide(request, never) == Verdict("deny", denied_by="user")
+    allowed = ApprovalPolicy(Answering(lambda r: "allow_once")).decide(request, never)
+    assert allowed.allowed and allowed.denied_by is None
+    assert ApprovalPolicy(allow_all=True).decide(request, never) == Verdict("allow_once")
 
 
 def test_allow_for_the_session_asks_only_once(wire_config, llm_server, registry, workspace):

@@ -7,7 +7,7 @@ passed rather than from the raw YAML.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,6 +15,19 @@ from .model import ConfigError, did_you_mean
 from .yaml_positions import PositionedDict, PositionedList, YamlSyntaxError, load_yaml
 
 Choice = TypeVar("Choice", bound=str)
+Parsed = TypeVar("Parsed")
+
+# Upper bounds for numeric settings. A value beyond them cannot be meant, and some fail only later, in every
+# turn (a time limit of 1e10 s overflows the platform's clock: "timestamp out of range for platform time_t").
+SECONDS_AT_MOST = 86_400.0  # a day: time limits, waits, deadlines
+RETRIES_AT_MOST = 100
+MAX_TOKENS_AT_MOST = 10_000_000
+WORKERS_AT_MOST = 256
+SAMPLES_AT_MOST = 64
+LAYERS_AT_MOST = 16
+QUORUM_AT_MOST = 1_000
+ITERATIONS_AT_MOST = 10_000
+DOLLARS_AT_MOST = 1_000_000.0  # a turn's cost limit, and a price per million tokens
 
 # A mapping as read from YAML: its keys are whatever the file wrote (text, numbers, true/false...).
 YamlMapping = dict[object, object]
@@ -39,6 +52,20 @@ class Checker:
 
     def __init__(self, path: Path | str) -> None:
         self.path = path
+        self.errors: list[ConfigError] = []  # kept by `collect`, so that one load reports every mistake
+
+    def collect(self, parse: Callable[[], Parsed]) -> Parsed | None:
+        """`parse()`, or None with its ConfigError kept for `raise_collected`."""
+        try:
+            return parse()
+        except ConfigError as exc:
+            self.errors.extend(exc.errors)
+            return None
+
+    def raise_collected(self) -> None:
+        """Raise one ConfigError naming every problem kept so far, if there is any."""
+        if self.errors:
+            raise ConfigError.of_all(self.errors)
 
     def error(self, parent: object, message: str, key: object = None) -> ConfigError:
         line = None
@@ -64,36 +91,68 @@ class Checker:
                 )
 
     def number(
-        self, value: object, parent: object, key: str, what: str, *, minimum: float = 0.0, maximum: float | None = None
+        self,
+        value: object,
+        parent: object,
+        key: str,
+        what: str,
+        *,
+        minimum: float = 0.0,
+        maximum: float | None = None,
+        at_most: float | None = None,
+        unit: str = "",
     ) -> float | None:
-        """`value` if it is a finite number within the bounds (kept as written: an int stays an int), or None."""
+        """`value` if it is a finite number within the bounds (kept as written: an int stays an int), or None.
+
+        `maximum` is a range's natural end ("between 0.0 and 2.0"); `at_most` a ceiling past which a value
+        cannot be meant ("a number >= 0 (at most 86400 seconds)")."""
         if value is None:
             return None
+        ceiling = maximum if maximum is not None else at_most
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not math.isfinite(value)
             or value < minimum
-            or (maximum is not None and value > maximum)
+            or (ceiling is not None and value > ceiling)
         ):
-            bound = f"between {minimum} and {maximum}" if maximum is not None else f"a number >= {minimum}"
+            if maximum is not None:
+                bound = f"between {minimum} and {maximum}"
+            else:
+                bound = f"a number >= {minimum}" + (f" (at most {_plain(at_most)}{unit})" if at_most else "")
             raise self.error(parent, f"{what}: {key} must be {bound}, not {value!r}", key)
         return value
 
-    def whole_number(self, value: object, parent: object, key: str, what: str = "", *, minimum: int = 1) -> int | None:
-        """`value` if it is a whole number >= `minimum`, or None."""
+    def whole_number(
+        self, value: object, parent: object, key: str, what: str = "", *, minimum: int = 1, at_most: int | None = None
+    ) -> int | None:
+        """`value` if it is a whole number from `minimum` to `at_most`, or None."""
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < minimum
+            or (at_most is not None and value > at_most)
+        ):
             prefix = f"{what}: " if what else ""
-            raise self.error(parent, f"{prefix}{key} must be a whole number >= {minimum}, not {value!r}", key)
+            ceiling = f" (at most {at_most:,})" if at_most is not None else ""
+            raise self.error(parent, f"{prefix}{key} must be a whole number >= {minimum}{ceiling}, not {value!r}", key)
         return value
 
     def whole_number_or(
-        self, default: int, value: object, parent: object, key: str, what: str = "", *, minimum: int = 1
+        self,
+        default: int,
+        value: object,
+        parent: object,
+        key: str,
+        what: str = "",
+        *,
+        minimum: int = 1,
+        at_most: int | None = None,
     ) -> int:
         """Like whole_number; a setting left out, or written as `null`, takes `default`."""
-        checked = self.whole_number(value, parent, key, what, minimum=minimum)
+        checked = self.whole_number(value, parent, key, what, minimum=minimum, at_most=at_most)
         return default if checked is None else checked
 
     def flag(self, value: object, parent: YamlMapping, key: str, what: str = "") -> bool:
@@ -118,6 +177,11 @@ def plain(value: object) -> object:
     if isinstance(value, list):
         return [plain(v) for v in value]
     return value
+
+
+def _plain(number: float) -> str:
+    """86400.0 as 86,400; 0.5 as 0.5."""
+    return f"{number:,.0f}" if float(number).is_integer() else f"{number:,}"
 
 
 def kind(value: object) -> str:

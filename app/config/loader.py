@@ -9,10 +9,11 @@ the line and the key.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from pathlib import Path
 
 from .builtin_providers import BUILTIN_PROVIDERS
-from .checks import Checker, YamlMapping, choice, parse_yaml
+from .checks import ITERATIONS_AT_MOST, Checker, YamlMapping, choice, parse_yaml
 from .model import (
     DEFAULT_MAX_ITERATIONS,
     NETWORK_KEYS,
@@ -22,6 +23,7 @@ from .model import (
     ConfigError,
     McpServerConfig,
     NetworkLimits,
+    Preset,
     did_you_mean,
 )
 from .paths import default_config_path
@@ -107,83 +109,91 @@ def _stamp(path: Path) -> tuple[float, ...]:
 
 
 def build_config(raw: object, path: Path) -> Config:
-    """The Config a parsed config.yaml describes (an empty file, None, describes the defaults)."""
+    """The Config a parsed config.yaml describes (an empty file, None, describes the defaults).
+
+    Each section, provider, preset and setting is checked on its own, and one ConfigError names every
+    mistake found (in file order), not only the first."""
     check = Checker(path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise check.error(None, "the file must hold a mapping of sections (moa:, providers:, ...)", raw)
-    check.check_keys(raw, TOP_LEVEL_KEYS, "config.yaml")
+    check.collect(lambda: check.check_keys(raw, TOP_LEVEL_KEYS, "config.yaml"))
 
     providers = dict(BUILTIN_PROVIDERS)
-    raw_providers = raw.get("providers")
-    if raw_providers is not None:
-        provider_bodies = check.mapping(raw_providers, "providers", raw, "providers")
-        for name, body in provider_bodies.items():
-            providers[str(name)] = parse_provider(str(name), body, providers.get(str(name)), check, provider_bodies)
+    provider_bodies = check.collect(lambda: _section(raw, "providers", check)) or {}
+    for name, body in provider_bodies.items():
+        provider = check.collect(
+            partial(parse_provider, str(name), body, providers.get(str(name)), check, provider_bodies)
+        )
+        if provider is not None:
+            providers[str(name)] = provider
 
     presets = bundled_presets()
-    default_preset: str | None = None
-    moa: YamlMapping | None = None
-    if raw.get("moa") is not None:
-        moa = check.mapping(raw["moa"], "moa", raw, "moa")
-        check.check_keys(moa, MOA_KEYS, "moa")
-        user_presets = moa.get("presets")
-        if user_presets is not None:
-            preset_bodies = check.mapping(user_presets, "moa.presets", moa, "presets")
-            for name, body in preset_bodies.items():
-                presets[str(name)] = parse_preset(str(name), body, check, parent=preset_bodies)
-        chosen = moa.get("default_preset")
-        if chosen is not None and not isinstance(chosen, str):
-            raise check.error(moa, "moa.default_preset must be a preset name", "default_preset")
-        if chosen is not None and chosen not in presets:
-            raise check.error(
-                moa,
-                f"moa.default_preset: unknown preset {chosen!r}{did_you_mean(chosen, presets)}; "
-                f"available presets: {', '.join(sorted(presets))}",
-                "default_preset",
-            )
-        default_preset = chosen
+    broken: set[str] = set()  # presets with a mistake: reported once, never again as "unknown"
+    moa = check.collect(lambda: _section(raw, "moa", check))
+    if moa is not None:
+        check.collect(lambda: check.check_keys(moa, MOA_KEYS, "moa"))
+        preset_bodies = check.collect(lambda: _section(moa, "presets", check, what="moa.presets"))
+        for name, body in (preset_bodies or {}).items():
+            preset = check.collect(partial(parse_preset, str(name), body, check, preset_bodies))
+            if preset is None:
+                broken.add(str(name))
+            else:
+                presets[str(name)] = preset
+    default_preset = check.collect(lambda: _default_preset(moa, presets, broken, check))
 
-    check_no_recursion(presets, providers, check)
+    check.collect(lambda: check_no_recursion(presets, providers, check))
     problems = unknown_providers(presets, providers, check, moa)
 
     keymap = raw.get("keymap") or {}
     if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
-        raise check.error(raw, "keymap must map binding ids to keys, e.g. `switch_preset: f5`", "keymap")
+        check.errors.append(check.error(raw, "keymap must map binding ids to keys, e.g. `switch_preset: f5`", "keymap"))
+        keymap = {}
 
-    tools = parse_tools(raw.get("tools"), check, raw, "tools")
-    raw_max_iterations = raw.get("max_iterations")
+    tools = check.collect(lambda: parse_tools(raw.get("tools"), check, raw, "tools"))
     tool_env_allow = raw.get("tool_env_allow", [])
     if not isinstance(tool_env_allow, list) or not all(isinstance(v, str) for v in tool_env_allow):
-        raise check.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
-    max_iterations = check.whole_number_or(DEFAULT_MAX_ITERATIONS, raw_max_iterations, raw, "max_iterations")
+        check.errors.append(
+            check.error(raw, "tool_env_allow must be a list of environment variable names", "tool_env_allow")
+        )
+        tool_env_allow = []
+    max_iterations = check.collect(
+        lambda: check.whole_number_or(
+            DEFAULT_MAX_ITERATIONS, raw.get("max_iterations"), raw, "max_iterations", at_most=ITERATIONS_AT_MOST
+        )
+    )
     tool_env = choice(raw.get("tool_env", "core"), TOOL_ENV_POLICIES)
     if tool_env is None:
-        raise check.error(raw, "tool_env must be `core` (a fixed set plus tool_env_allow) or `all`", "tool_env")
+        check.errors.append(
+            check.error(raw, "tool_env must be `core` (a fixed set plus tool_env_allow) or `all`", "tool_env")
+        )
 
-    system_prompt = parse_system_prompt(raw, check, "config.yaml")
-    pricing = parse_pricing(raw.get("pricing"), check, raw)
-    save_traces = check.flag(raw.get("save_traces", False), raw, "save_traces")
+    system_prompt = check.collect(lambda: parse_system_prompt(raw, check, "config.yaml"))
+    pricing = check.collect(lambda: parse_pricing(raw.get("pricing"), check, raw))
+    save_traces = check.collect(lambda: check.flag(raw.get("save_traces", False), raw, "save_traces"))
     raw_privacy = raw.get("privacy_filter", "off")
     privacy_filter = choice("off" if raw_privacy is False else raw_privacy, PRIVACY_MODES)  # YAML reads `off` as false
     if privacy_filter is None:
-        raise check.error(
-            raw, f"privacy_filter must be one of {', '.join(PRIVACY_MODES)}, not {raw_privacy!r}", "privacy_filter"
+        check.errors.append(
+            check.error(
+                raw, f"privacy_filter must be one of {', '.join(PRIVACY_MODES)}, not {raw_privacy!r}", "privacy_filter"
+            )
         )
     network = NetworkLimits()
-    if raw.get("network") is not None:
-        network_body = check.mapping(raw["network"], "network", raw, "network")
-        check.check_keys(network_body, NETWORK_KEYS, "network")
+    network_body = check.collect(lambda: _section(raw, "network", check))
+    if network_body is not None:
+        check.collect(lambda: check.check_keys(network_body, NETWORK_KEYS, "network"))
         network = network.merged(parse_limits(network_body, check, "network"))
 
     mcp_servers: dict[str, McpServerConfig] = {}
-    raw_mcp = raw.get("mcp_servers")
-    if raw_mcp is not None:
-        server_bodies = check.mapping(raw_mcp, "mcp_servers", raw, "mcp_servers")
-        for name, body in server_bodies.items():
-            mcp_servers[str(name)] = parse_mcp_server(str(name), body, check, server_bodies)
+    server_bodies = check.collect(lambda: _section(raw, "mcp_servers", check)) or {}
+    for name, body in server_bodies.items():
+        server = check.collect(partial(parse_mcp_server, str(name), body, check, server_bodies))
+        if server is not None:
+            mcp_servers[str(name)] = server
 
+    check.raise_collected()
     return Config(
         path=path,
         presets=presets,
@@ -192,13 +202,37 @@ def build_config(raw: object, path: Path) -> Config:
         keymap={str(k): str(v) for k, v in keymap.items()},
         tools=tools,
         mcp_servers=mcp_servers,
-        max_iterations=max_iterations,
-        tool_env=tool_env,
+        max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS,
+        tool_env=tool_env or "core",
         tool_env_allow=tuple(str(name) for name in tool_env_allow),
         problems=problems,
         network=network,
         system_prompt=system_prompt,
-        pricing=pricing,
-        save_traces=save_traces,
-        privacy_filter=privacy_filter,
+        pricing=pricing or {},
+        save_traces=bool(save_traces),
+        privacy_filter=privacy_filter or "off",
     )
+
+
+def _section(parent: YamlMapping, key: str, check: Checker, *, what: str | None = None) -> YamlMapping | None:
+    """The mapping under `key` (None when it is left out or empty)."""
+    value = parent.get(key)
+    return None if value is None else check.mapping(value, what or key, parent, key)
+
+
+def _default_preset(
+    moa: YamlMapping | None, presets: dict[str, Preset], broken: set[str], check: Checker
+) -> str | None:
+    chosen = moa.get("default_preset") if moa is not None else None
+    if chosen is None or moa is None:
+        return None
+    if not isinstance(chosen, str):
+        raise check.error(moa, "moa.default_preset must be a preset name", "default_preset")
+    if chosen not in presets and chosen not in broken:
+        raise check.error(
+            moa,
+            f"moa.default_preset: unknown preset {chosen!r}{did_you_mean(chosen, presets)}; "
+            f"available presets: {', '.join(sorted(presets))}",
+            "default_preset",
+        )
+    return chosen

@@ -26,8 +26,31 @@ class ConfigError(Exception):
 
     def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
         self.message, self.path, self.line = message, str(path) if path else None, line
-        where = f"{self.path}:{line}: " if self.path and line else f"{self.path}: " if self.path else ""
-        super().__init__(f"{where}{message}")
+        self.errors: tuple[ConfigError, ...] = (self,)  # every problem found, when a load reports several
+        super().__init__(f"{self.where}{message}")
+
+    @property
+    def where(self) -> str:
+        """`file:line: ` (or `file: `), as the message begins."""
+        return f"{self.path}:{self.line}: " if self.path and self.line else f"{self.path}: " if self.path else ""
+
+    @classmethod
+    def of_all(cls, errors: list[ConfigError]) -> ConfigError:
+        """One error reporting every problem of a load, in file order: the first as usual on the first line,
+        then each of the others on a line of its own with its file and line."""
+        ordered = sorted(errors, key=lambda e: (e.path or "", e.line or 0))
+        first = ordered[0]
+        if len(ordered) == 1:
+            return first
+        others = "\n".join(f"  {error.where}{error.message}" for error in ordered[1:])
+        more = len(ordered) - 1
+        combined = cls(
+            f"{first.message}\n{more} more problem{'s' if more > 1 else ''} in the configuration:\n{others}",
+            path=first.path,
+            line=first.line,
+        )
+        combined.errors = tuple(ordered)
+        return combined
 
 
 class UnknownPresetError(ConfigError):

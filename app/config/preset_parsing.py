@@ -6,7 +6,22 @@ from __future__ import annotations
 import functools
 from importlib.resources import files
 
-from .checks import Checker, YamlMapping, choice, kind, parse_yaml, plain
+from .checks import (
+    DOLLARS_AT_MOST,
+    ITERATIONS_AT_MOST,
+    LAYERS_AT_MOST,
+    MAX_TOKENS_AT_MOST,
+    QUORUM_AT_MOST,
+    SAMPLES_AT_MOST,
+    SECONDS_AT_MOST,
+    WORKERS_AT_MOST,
+    Checker,
+    YamlMapping,
+    choice,
+    kind,
+    parse_yaml,
+    plain,
+)
 from .model import (
     BUNDLED_PREFIX,
     DEFAULT_MAX_WORKERS,
@@ -67,8 +82,10 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
             )
         names.append(value.strip())
     temperature = check.number(body.get("temperature"), body, "temperature", what, maximum=2.0)
-    max_tokens = check.whole_number(body.get("max_tokens"), body, "max_tokens", what)
-    timeout = check.number(body.get("timeout"), body, "timeout", what, minimum=0.001)
+    max_tokens = check.whole_number(body.get("max_tokens"), body, "max_tokens", what, at_most=MAX_TOKENS_AT_MOST)
+    timeout = check.number(
+        body.get("timeout"), body, "timeout", what, minimum=0.001, at_most=SECONDS_AT_MOST, unit=" seconds"
+    )
     extra_body = body.get("extra_body")
     if extra_body is not None and not isinstance(extra_body, dict):
         raise check.error(body, f"{what}: extra_body must be a mapping", "extra_body")
@@ -78,7 +95,7 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
             body, f"{what}: reasoning_effort must be a string such as low, medium or high", "reasoning_effort"
         )
     enabled = check.flag(body.get("enabled", True), body, "enabled", what)
-    samples = check.whole_number_or(1, body.get("samples"), body, "samples", what)
+    samples = check.whole_number_or(1, body.get("samples"), body, "samples", what, at_most=SAMPLES_AT_MOST)
     return Slot(
         provider=names[0],
         model=names[1],
@@ -114,9 +131,21 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
     aggregator_temperature = check.number(
         body.get("aggregator_temperature"), body, "aggregator_temperature", what, maximum=2.0
     )
-    reference_timeout = check.number(body.get("reference_timeout"), body, "reference_timeout", what, minimum=0.001)
-    max_workers = check.whole_number_or(DEFAULT_MAX_WORKERS, body.get("max_workers"), body, "max_workers", what)
-    max_iterations = check.whole_number(body.get("max_iterations"), body, "max_iterations", what)
+    reference_timeout = check.number(
+        body.get("reference_timeout"),
+        body,
+        "reference_timeout",
+        what,
+        minimum=0.001,
+        at_most=SECONDS_AT_MOST,
+        unit=" seconds",
+    )
+    max_workers = check.whole_number_or(
+        DEFAULT_MAX_WORKERS, body.get("max_workers"), body, "max_workers", what, at_most=WORKERS_AT_MOST
+    )
+    max_iterations = check.whole_number(
+        body.get("max_iterations"), body, "max_iterations", what, at_most=ITERATIONS_AT_MOST
+    )
     raw_fanout = body.get("fanout", "user_turn")
     fanout = choice(raw_fanout, FANOUT_MODES)
     if fanout is None:
@@ -126,10 +155,20 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
     description = body.get("description", "")
     if not isinstance(description, str):
         raise check.error(body, f"{what}: description must be text", "description")
-    layers = check.whole_number_or(1, body.get("layers"), body, "layers", what)
-    quorum = check.whole_number(body.get("quorum"), body, "quorum", what)
-    deadline = check.number(body.get("deadline"), body, "deadline", what, minimum=0.001)
-    max_cost = check.number(body.get("max_cost_per_turn"), body, "max_cost_per_turn", what, minimum=0)
+    layers = check.whole_number_or(1, body.get("layers"), body, "layers", what, at_most=LAYERS_AT_MOST)
+    quorum = check.whole_number(body.get("quorum"), body, "quorum", what, at_most=QUORUM_AT_MOST)
+    deadline = check.number(
+        body.get("deadline"), body, "deadline", what, minimum=0.001, at_most=SECONDS_AT_MOST, unit=" seconds"
+    )
+    max_cost = check.number(
+        body.get("max_cost_per_turn"),
+        body,
+        "max_cost_per_turn",
+        what,
+        minimum=0,
+        at_most=DOLLARS_AT_MOST,
+        unit=" dollars",
+    )
     shuffle = check.flag(body.get("shuffle", False), body, "shuffle", what)
     anonymous = check.flag(body.get("anonymous", False), body, "anonymous", what)
     save_traces = check.flag(body.get("save_traces", False), body, "save_traces", what)

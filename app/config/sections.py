@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .checks import Checker, YamlMapping, kind
-from .model import McpServerConfig, NetworkOverrides, ProviderConfig
+from .checks import DOLLARS_AT_MOST, RETRIES_AT_MOST, SECONDS_AT_MOST, Checker, YamlMapping, kind
+from .model import ConfigError, McpServerConfig, NetworkOverrides, ProviderConfig
 from .pricing import Price
 
 TimeLimit = Literal["connect_timeout", "first_token_timeout", "stall_timeout"]
@@ -50,7 +50,12 @@ def parse_provider(
     if api_key_env is not None and not isinstance(api_key_env, str):
         raise check.error(body, f"{what}: api_key_env must be the name of an environment variable", "api_key_env")
     max_retries = check.whole_number(
-        body.get("max_retries", builtin.max_retries if builtin else None), body, "max_retries", what, minimum=0
+        body.get("max_retries", builtin.max_retries if builtin else None),
+        body,
+        "max_retries",
+        what,
+        minimum=0,
+        at_most=RETRIES_AT_MOST,
     )
     network = builtin.network.copy() if builtin else NetworkOverrides()
     network.update(parse_limits({k: v for k, v in body.items() if k in PROVIDER_TIME_LIMITS}, check, what, body))
@@ -65,25 +70,31 @@ def parse_provider(
 
 
 def parse_limits(body: YamlMapping, check: Checker, what: str, parent: YamlMapping | None = None) -> NetworkOverrides:
-    """Checked time limits and retries; a time limit of `null`, `0` or `off` switches it off."""
+    """Checked time limits and retries; a time limit of `null`, `0` or `off` switches it off. Each bad value
+    is kept in `check` (the others still apply), so that one load names every one."""
     parent = body if parent is None else parent
     limits = NetworkOverrides()
     for key, value in body.items():
-        if key == "max_retries":
-            retries = check.whole_number(value, parent, key, what, minimum=0)
-            if retries is not None:
-                limits["max_retries"] = retries
-        elif key == "max_retry_wait":
-            wait = check.number(value, parent, key, what, minimum=0)
-            if wait is not None:
-                limits["max_retry_wait"] = float(wait)
-        elif isinstance(key, str) and key in _TIME_LIMITS:
-            limit = _TIME_LIMITS[key]
-            if value is None or value == 0 or value == "off":
-                limits[limit] = None
-            else:
-                seconds = check.number(value, parent, key, what, minimum=0.001)
-                limits[limit] = None if seconds is None else float(seconds)
+        try:
+            if key == "max_retries":
+                retries = check.whole_number(value, parent, key, what, minimum=0, at_most=RETRIES_AT_MOST)
+                if retries is not None:
+                    limits["max_retries"] = retries
+            elif key == "max_retry_wait":
+                wait = check.number(value, parent, key, what, minimum=0, at_most=SECONDS_AT_MOST, unit=" seconds")
+                if wait is not None:
+                    limits["max_retry_wait"] = float(wait)
+            elif isinstance(key, str) and key in _TIME_LIMITS:
+                limit = _TIME_LIMITS[key]
+                if value is None or value == 0 or value == "off":
+                    limits[limit] = None
+                else:
+                    seconds = check.number(
+                        value, parent, key, what, minimum=0.001, at_most=SECONDS_AT_MOST, unit=" seconds"
+                    )
+                    limits[limit] = None if seconds is None else float(seconds)
+        except ConfigError as exc:
+            check.errors.extend(exc.errors)
     return limits
 
 
@@ -104,7 +115,7 @@ def parse_pricing(value: object, check: Checker, parent: YamlMapping) -> dict[st
         check.check_keys(body, ("input", "output"), what)
         dollars = []
         for key in ("input", "output"):
-            amount = check.number(body.get(key), body, key, what, minimum=0)
+            amount = check.number(body.get(key), body, key, what, minimum=0, at_most=DOLLARS_AT_MOST, unit=" dollars")
             if amount is None:
                 raise check.error(
                     body, f"{what} needs {key}: (dollars per million tokens)", key if key in body else None

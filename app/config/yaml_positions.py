@@ -67,6 +67,15 @@ class YamlSyntaxError(Exception):
         super().__init__(f"{where}: invalid YAML: {problem}")
 
 
+def _unclosed_quote(exc: yaml.MarkedYAMLError) -> bool:
+    return bool(
+        exc.context == "while scanning a quoted scalar"
+        and exc.context_mark is not None
+        and exc.problem
+        and "end of stream" in exc.problem
+    )
+
+
 def load_yaml(text: str, path: Path | str) -> object:
     """Parse YAML text; syntax errors name the file, line and column."""
     try:
@@ -78,6 +87,11 @@ def load_yaml(text: str, path: Path | str) -> object:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(part for part in (exc.context, exc.problem) if part) or "cannot parse"
+        if _unclosed_quote(exc):
+            # PyYAML's problem mark is the end of the file; the mistake is where the quote opens.
+            mark = exc.context_mark
+            quote = text[mark.index] if 0 <= mark.index < len(text) else '"'
+            problem = f"the quoted string opened here ({quote}) is never closed: the file ends inside it"
         if mark is None:
             raise YamlSyntaxError(path, None, None, problem) from exc
         raise YamlSyntaxError(path, mark.line + 1, mark.column + 1, problem) from exc

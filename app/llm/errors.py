@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
+import socket
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -166,6 +167,9 @@ def describe_call_error(exc: openai.OpenAIError, *, base_url: str, provider: str
             if provider == "ollama":
                 reason += " (start it with `ollama serve`)"
         return reason
+    if isinstance(exc, openai.APIConnectionError) and _unresolved(exc):
+        host = urlsplit(base_url).hostname or base_url
+        return f"the host {host} could not be resolved (DNS): check base_url {base_url} and the network"
     reason = describe_error(exc)
     wait = retry_after(exc)
     if isinstance(exc, openai.APIStatusError) and exc.status_code == 429 and wait is not None:
@@ -179,6 +183,18 @@ def _refused(exc: BaseException) -> bool:
         if seen is None:
             return False
         if isinstance(seen, ConnectionRefusedError) or "connection refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _unresolved(exc: BaseException) -> bool:
+    """Whether the cause chain holds a failed name lookup (socket.gaierror: the host has no address)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, socket.gaierror):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

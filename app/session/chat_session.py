@@ -313,6 +313,7 @@ class ChatSession:
             head = saver.finish(result)
             if head is not None:  # a turn that could not be saved must not cut the stored conversation
                 self.head_id = head
+                self._catch_up()
         if shown is not None and display is not None:
             shown.flush()
             # What the front end shows of the result is redacted too; the conversation above kept it whole.
@@ -323,6 +324,16 @@ class ChatSession:
                 references=tuple(scrubbed_event(r, display) for r in result.references),
             )
         return result
+
+    def _catch_up(self) -> None:
+        """Read the conversation again when the stored one holds more than this session's: another process
+        continued it at the same time, and the store placed both exchanges in order."""
+        if self.store is None or self.id is None:
+            return
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            stored, head = saved_messages(self.store, self.id)
+            if len(stored) != len(self.messages):
+                self.messages, self.head_id = stored, head
 
     def _start_servers(
         self, preset: Preset, observer: Observer | None, cancel: CancelToken, *, aggregator_only: bool

@@ -29,7 +29,7 @@ from ..llm import (
     describe_error,
 )
 from ..llm.messages import Message, ToolMessage, ToolSpec, assistant, system, tool_result
-from ..tools import ApprovalPolicy, ApprovalRequest, Decision, ToolRegistry
+from ..tools import ApprovalPolicy, ApprovalRequest, ToolRegistry, Verdict
 from .ledger import UsageLedger
 from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
 
@@ -66,6 +66,8 @@ class NoFinalAnswer(Exception):
 
 
 DENIED = "denied by the user"
+# No one was asked (`ask`, a script): the model is told the run allows no such call, and the flag that would.
+NOT_ALLOWED = "not allowed in this non-interactive run: run with {flag} to allow"
 CANCELLED = "cancelled by the user"
 NOT_RUN = "error: not run, the turn failed before this call could run"
 
@@ -264,20 +266,24 @@ class Turn:
         reason = tool.approval_reason(arguments)
         if reason is not None:
             report("awaiting_approval")
-            decision: Decision = "deny"
+            kind: Literal["change", "reach"] = "reach" if tool.read_only else "change"
+            verdict = Verdict("deny", denied_by="no_one_to_ask")
             if self.approval is not None:
                 preview = tool.preview(arguments) or reason or None
-                request = ApprovalRequest(
-                    call.id, call.name, arguments, preview, kind="reach" if tool.read_only else "change"
-                )
+                request = ApprovalRequest(call.id, call.name, arguments, preview, kind=kind)
                 with contextlib.suppress(Cancelled):  # withdrawn: the cancel is reported just below
-                    decision = self.approval.decide(request, self.cancel)
+                    verdict = self.approval.decide(request, self.cancel)
             if self.cancel.cancelled:
                 report("cancelled", CANCELLED)
                 return CANCELLED
-            if decision not in ("allow_once", "allow_always"):  # anything unexpected denies
-                report("denied", DENIED, 0.0)
-                return DENIED
+            if not verdict.allowed:
+                denial = (
+                    DENIED
+                    if verdict.denied_by == "user"
+                    else NOT_ALLOWED.format(flag="--allow-local" if kind == "reach" else "--yes")
+                )
+                report("denied", denial, 0.0)
+                return denial
         report("running")
         started = clock.monotonic()
         status: ToolStatus

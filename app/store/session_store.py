@@ -24,6 +24,7 @@ from pathlib import Path
 from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
+from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, damaged, default_path
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
@@ -322,6 +323,11 @@ class SessionStore:
         with self.transaction() as db:
             db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (message_id, session_id))
 
+    def turn_of(self, message_id: int) -> int | None:
+        """The turn that wrote a message (None for a prompt, or a message that is gone)."""
+        rows = self._query("SELECT turn_id FROM messages WHERE id = ?", (message_id,))
+        return rows[0]["turn_id"] if rows else None
+
     def latest_leaf(self, message_id: int) -> int:
         """Follow the newest child down from `message_id` to a leaf (where a branch continues)."""
         current = message_id
@@ -361,13 +367,37 @@ class SessionStore:
         solo: bool = False,
         reference_order: list[int] | None = None,
     ) -> int:
-        """Replace the streamed partial with the turn's messages, record its calls; returns the new head."""
+        """Replace the streamed partial with the turn's messages, record its calls; returns the new head.
+
+        A new prompt (a turn of kind `ask`) is placed, in this one transaction, after the session's latest
+        message as it stands now, not as it stood when the turn began: another process may have continued
+        the same session meanwhile (two `ask -c` at once). Whatever another turn hung under this turn's
+        unfinished prompt or partial reply moves after its finished reply, so that every exchange stays
+        whole and each answer follows its own prompt.
+        """
         with self.transaction() as db:
+            kind = db.execute("SELECT kind FROM turns WHERE id = ?", (turn_id,)).fetchone()
+            later: list[int] = []  # others' messages hung under this turn's prompt or partial reply
+            if kind is not None and kind["kind"] == "ask":
+                place_after_latest(db, session_id, parent_id)
+                under = (parent_id,) if partial_id is None else (parent_id, partial_id)
+                later = [
+                    row["id"]
+                    for row in db.execute(
+                        f"SELECT id FROM messages WHERE parent_id IN ({', '.join('?' * len(under))}) AND id IS NOT ?",
+                        (*under, partial_id),
+                    )
+                ]
+                # Off the partial before it goes (deleting a message deletes what hangs under it).
+                db.executemany("UPDATE messages SET parent_id = ? WHERE id = ?", [(parent_id, i) for i in later])
             if partial_id is not None:
                 db.execute("DELETE FROM messages WHERE id = ?", (partial_id,))
             head = parent_id
             for message in messages:
                 head = self._insert_message(db, session_id, message, head, turn_id)
+            if later:
+                db.executemany("UPDATE messages SET parent_id = ? WHERE id = ?", [(head, i) for i in later])
+                head = latest_leaf_of(db, head)
             db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (head, session_id))
             order = json.dumps(reference_order) if reference_order is not None else None
             db.execute(

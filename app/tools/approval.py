@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 from ..engine.cancel import CancelToken
 
 Decision = Literal["allow_once", "allow_always", "deny"]
+# Who said no: the user (the chat's dialog), or no one, because the run has no one to ask (`ask`, scripts).
+DeniedBy = Literal["user", "no_one_to_ask"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,19 @@ class ApprovalRequest:
     # "change": the tool changes something; "reach": a reading tool that would reach this machine or its
     # network (fetch_url to localhost, the LAN, cloud metadata).
     kind: Literal["change", "reach"] = "change"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ApprovalPolicy settles for one call: the decision and, for a denial, who gave it, so the model
+    is told the truth ("denied by the user" is false when no one was asked)."""
+
+    decision: Decision
+    denied_by: DeniedBy | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision in ("allow_once", "allow_always")
 
 
 class Approver(Protocol):
@@ -60,14 +75,16 @@ class ApprovalPolicy:
         self.allow_local = allow_local  # `ask --allow-local`: reading this machine and its network; --yes is not it
         self.always: set[str] = set()
 
-    def decide(self, request: ApprovalRequest, cancel: CancelToken) -> Decision:
-        """The decision for `request`; Cancelled as soon as `cancel` is, with the question withdrawn."""
+    def decide(self, request: ApprovalRequest, cancel: CancelToken) -> Verdict:
+        """The verdict on `request`; Cancelled as soon as `cancel` is, with the question withdrawn."""
         allowed = self.allow_local if request.kind == "reach" else self.allow_all
         if allowed or request.tool in self.always:
-            return "allow_once"
+            return Verdict("allow_once")
         if self.approver is None:
-            return "deny"
+            return Verdict("deny", denied_by="no_one_to_ask")
         decision = cancel.wait_for(self.approver.ask(request))
         if decision == "allow_always":
             self.always.add(request.tool)
-        return decision
+        verdict = Verdict(decision)
+        # Anything but an allow from the approver is the user's no.
+        return verdict if verdict.allowed else Verdict("deny", denied_by="user")
