@@ -124,6 +124,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="3 rounds")
+    parser.add_argument(
+        "--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to start (its folder)"
+    )
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
 
@@ -146,13 +149,21 @@ def main() -> None:
         "moa-chat --help": [],
         "moa-chat presets": [],
     }
+    # --tree: the same start from another copy of the package, found first on PYTHONPATH.
+    trees = {name: {**env, "PYTHONPATH": path} for name, path in (tree.split("=", 1) for tree in args.tree)}
+    rows |= {f"moa-chat ({name}), first screen": [] for name in trees}
     # One warm-up of each, so the first round does not pay for a cold page cache.
     first_screen([python, str(bare)], BARE_MARKERS, env)
     first_screen([python, "-m", "moa_chat"], CHAT_MARKERS, env)
+    for tree_env in trees.values():
+        first_screen([python, "-m", "moa_chat"], CHAT_MARKERS, tree_env)
     for _ in range(rounds):
         rows["python -c pass"].append(to_exit([python, "-c", "pass"], env))
         rows["bare Textual app, first screen"].append(first_screen([python, str(bare)], BARE_MARKERS, env))
         rows["moa-chat, first screen"].append(first_screen([python, "-m", "moa_chat"], CHAT_MARKERS, env))
+        for name, tree_env in trees.items():
+            row = rows[f"moa-chat ({name}), first screen"]
+            row.append(first_screen([python, "-m", "moa_chat"], CHAT_MARKERS, tree_env))
         rows["moa-chat --help"].append(to_exit([python, "-m", "moa_chat", "--help"], env))
         rows["moa-chat presets"].append(to_exit([python, "-m", "moa_chat", "presets"], env))
     medians = {name: statistics.median(times) for name, times in rows.items()}
@@ -162,6 +173,9 @@ def main() -> None:
         print(f"{name:36} {medians[name] * 1000:8.0f}ms {min(times) * 1000:8.0f}ms {max(times) * 1000:8.0f}ms")
     ratio = medians["moa-chat, first screen"] / medians["bare Textual app, first screen"]
     print(f"\nmoa-chat's first screen / a bare Textual app's: ×{ratio:.2f} (target ≤ ×1.5)")
+    for name in trees:
+        other = medians[f"moa-chat ({name}), first screen"] / medians["bare Textual app, first screen"]
+        print(f"moa-chat ({name})'s first screen / a bare Textual app's: ×{other:.2f}")
     for name in ("moa-chat --help", "moa-chat presets"):
         print(f"{name}: {medians[name] * 1000:.0f} ms (target ≤ 300 ms)")
 

@@ -201,8 +201,8 @@ class MoAChatApp(App[int]):
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None, time_format: str | None = None
     ) -> str | None:
-        """ "Save screenshot" writes to the Downloads folder where there is one, else to the data folder (Textual's
-        own default fails where ~/Downloads does not exist); the notice names the file either way."""
+        """The palette's "Save screenshot": to the Downloads folder where there is one, else to the data folder
+        (Textual's own default fails where ~/Downloads does not exist); the notice names the file either way."""
         return super().deliver_screenshot(filename, path or str(screenshot_folder()), time_format)
 
     def on_ready(self) -> None:
