@@ -157,3 +157,12 @@ async def test_a_screen_still_has_what_paint_now_calls_and_reads():
         assert not missing and hasattr(app, "_batch_count"), f"paint_now reads state Textual no longer has: {missing}"
         textual_internals.paint_now(screen)
         assert textual_internals.paint_now(screen) is False and not any(getattr(screen, f) for f in flags)
+
+
+def test_the_footer_still_has_the_reactive_that_holds_its_keys_back():
+    """footer_keys_at_compose sets Footer._bindings_ready; a Textual that renames it would leave the keys to pop
+    in a refresh after the first frame again."""
+    from textual.reactive import Reactive
+    from textual.widgets import Footer
+
+    assert isinstance(vars(Footer).get("_bindings_ready"), Reactive), "Footer._bindings_ready is gone or changed"

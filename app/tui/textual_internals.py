@@ -29,6 +29,11 @@ public equivalent and something a user would miss without it:
    (a few a turn, as the chat's keys follow its state) kept a dozen dead keys alive with their styles and
    caches, and a long session's memory and garbage-collector passes grew with them (bench/long_session.py).
 
+6. `Footer._bindings_ready`, set at construction by `footer_keys_at_compose`. Textual's Footer composes no keys
+   until the screen first reports its bindings, a refresh after the first frame: the keys popped in about
+   200 ms after the rest of the first screen (bench/startup.py's settled screen). The screen's and the app's
+   keys are known at compose, so the footer shows them in the first frame.
+
 tests/test_textual_internals.py checks each of these still has the shape used here, and that no other module
 in app/ imports Textual's private modules (import-linter cannot name an external package's submodules).
 """
@@ -44,6 +49,7 @@ from textual import events
 from textual._xterm_parser import XTermParser
 from textual.keys import _character_to_key
 from textual.screen import Screen
+from textual.widgets import Footer
 
 character_to_key: Callable[[str], str] = _character_to_key
 
@@ -162,3 +168,8 @@ def forget_detached_watchers(node: object) -> None:
     watchers: dict[str, list[tuple[Any, Any]]] = getattr(node, WATCHERS, {})
     for bound in watchers.values():
         bound[:] = [(watcher, callback) for watcher, callback in bound if watcher is node or watcher.is_attached]
+
+
+def footer_keys_at_compose(footer: Footer) -> None:
+    """Let `footer` compose its keys at once instead of after the screen's first report of its bindings."""
+    footer.set_reactive(Footer._bindings_ready, True)

@@ -16,12 +16,16 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from ..textual_internals import forget_detached_watchers
+from ..textual_internals import footer_keys_at_compose, forget_detached_watchers
 
 
 class KeyFooter(Footer):
-    _reported = False
     _pending = False
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        footer_keys_at_compose(self)  # in the first frame, not a refresh later (textual_internals says why)
+
     _shown: object = None
 
     def compose(self) -> ComposeResult:
@@ -29,10 +33,6 @@ class KeyFooter(Footer):
         return super().compose()
 
     def bindings_changed(self, screen: Screen) -> None:
-        if not self._reported:  # the screen's first report: Textual's Footer shows its keys from here on
-            self._reported = True
-            super().bindings_changed(screen)
-            return
         if not screen.app.app_focus or self._pending:
             return
         if self.is_attached and screen is self.screen:
