@@ -2,7 +2,7 @@
 
 `threading.Thread.start` blocks its caller until the new thread runs. In a fan-out, each reference took two
 starts (its worker, then its request's thread), and each waited for the GIL while the requests before it were
-being built (about 1 ms of CPU each at turn 200: the body's JSON, the SDK's and httpx's request). The
+being built (CPU for the body's JSON and the SDK's and httpx's request, more as the conversation grows). The
 requests left one start after another. A kept thread is already running; the caller goes on at once.
 
 Kept threads are daemons, like the request threads they replace: one left waiting on a provider that a

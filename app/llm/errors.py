@@ -140,7 +140,7 @@ def retry_after(exc: BaseException) -> float | None:
         return None
     with contextlib.suppress(TypeError, ValueError):
         return max(float(value), 0.0)
-    import email.utils  # an HTTP date is rare here, and the email package is 2 ms of every start-up
+    import email.utils  # an HTTP date is rare here: the email package need not load at every start-up
 
     with contextlib.suppress(TypeError, ValueError, IndexError):
         when = email.utils.parsedate_to_datetime(value)

@@ -1,6 +1,6 @@
 """The chat log: the conversation as it happens, following the newest text unless the user scrolled up.
 
-It keeps only the newest exchanges mounted (issue 12). Each widget mounted costs on every layout pass, and a
+It keeps only the newest exchanges mounted. Each widget mounted costs on every layout pass, and a
 conversation of 200 turns mounted whole took five times as long to send and show a short turn as one of 10.
 A stored session opens with its newest exchanges and mounts earlier ones a page at a time as the user scrolls
 up (EarlierMessages); a live one, whenever a reply ends with the view at the bottom, folds away the exchanges
