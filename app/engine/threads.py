@@ -1,11 +1,11 @@
 """Threads kept for the next call, so that handing one work is a queue put, not a thread's start.
 
-`threading.Thread.start` blocks its caller until the new thread runs. In a fan-out, each reference took two
-starts (its worker, then its request's thread), and each waited for the GIL while the requests before it were
-being built (CPU for the body's JSON and the SDK's and httpx's request, more as the conversation grows). The
-requests left one start after another. A kept thread is already running; the caller goes on at once.
+`threading.Thread.start` blocks its caller until the new thread runs. A fan-out that started threads for each
+reference (its worker, then its request's) would wait at every start for the GIL while the requests before it
+are built (CPU for the body's JSON and the SDK's and httpx's request, more as the conversation grows), and the
+requests would leave one start after another. A kept thread is already running; the caller goes on at once.
 
-Kept threads are daemons, like the request threads they replace: one left waiting on a provider that a
+Kept threads are daemons: one left waiting on a provider that a
 cancel walked away from never holds up the process's exit. A thread with no work for `IDLE` seconds leaves,
 so an idle app keeps none.
 """
