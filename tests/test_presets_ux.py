@@ -135,3 +135,28 @@ def test_presets_offers_the_models_a_running_ollama_has_and_says_when_it_is_abse
     ollama._installed.cache_clear()
     assert main(["presets"]) == 0  # the same address, nobody answering: nothing breaks
     assert "Ollama is not running here" in capsys.readouterr().out
+
+
+async def test_f3_says_once_which_presets_it_skips_and_why(home, llm_server, monkeypatch):
+    config = config_with_user_presets(home, llm_server)
+    app = make_app(config, "wire")
+    notices: list[str] = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        monkeypatch.setattr(app.chat, "notify", lambda message, **kwargs: notices.append(str(message)))
+        await pilot.press("f3")
+        await pilot.press("f3")
+        skips = [n for n in notices if n.startswith("F3 skips the presets that cannot run here:")]
+        assert len(skips) == 1
+        assert "frontier (OPENROUTER_API_KEY not set)" in skips[0]
+
+
+async def test_the_preset_toast_counts_samples_as_the_sidebar_does(home, monkeypatch):
+    from moa_chat.config import load_config
+
+    app = make_app(load_config(), "demo")
+    notices: list[str] = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        monkeypatch.setattr(app.chat, "notify", lambda message, **kwargs: notices.append(str(message)))
+        app.chat.presets.switch("local")  # one model asked three times: three references
+        await pilot.pause()
+        assert any(n.startswith("local: 3 references →") for n in notices), notices

@@ -5,12 +5,13 @@ aggregator or one more reference. Each change is the session's; what the chat sh
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from textual.screen import Screen
 
 from ..config import ConfigError, Preset
-from ..providers import next_runnable
+from ..providers import cycle_order, next_runnable, readiness
 from ..session import ChatSession
 from .host import ChatHost
 from .screens.model_picker import ModelPicker
@@ -26,12 +27,24 @@ class PresetChoices:
         self._screen = screen
         self._host = host
         self._switched = switched
+        self._told_skipped = False
 
     def switch(self, name: str) -> None:
         self._switched(self.session.switch_preset(name))
 
     def cycle(self, step: int) -> None:
         # Only presets that can run: stepping onto one whose key is missing would just fail the next prompt.
+        # The first time, say which ones are passed over and what each needs.
+        if not self._told_skipped:
+            self._told_skipped = True
+            config = self.session.config
+            skipped = [state for state in map(partial(readiness, config), cycle_order(config)) if not state.runnable]
+            if skipped:
+                why = ", ".join(
+                    f"{s.preset.name} ({s.needs} not set)" if s.needs else f"{s.preset.name} ({_reason(s.problem)})"
+                    for s in skipped
+                )
+                self._screen.notify(f"F3 skips the presets that cannot run here: {why}.", timeout=10)
         preset = next_runnable(self.session.config, self.session.preset.name, step)
         if preset is None:
             self._screen.notify(
@@ -85,3 +98,8 @@ class PresetChoices:
         for text, level in ((error, "error"), (warning, "warning")):
             if text:
                 self._screen.notify(text, severity="error" if level == "error" else "warning", timeout=8)
+
+
+def _reason(problem: str | None) -> str:
+    """Why a preset cannot run, without the "preset 'x': " its problem starts with."""
+    return (problem or "it cannot run").split(": ", 1)[-1]

@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList
 
 from ...config import Preset
+from ...engine.panel import panel
 from ...session import ChatSession, Exchange
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
 from ...text.wording import plural
@@ -363,7 +364,7 @@ class ChatScreen(PromptlyPainted[None]):
     def _show_switched(self, preset: Preset) -> None:
         self.query_one(StatusHeader).show(preset)
         when = " from the next turn" if self.turn_running else ""
-        refs = len(preset.references)
+        refs = len(panel(preset))  # a model asked `samples:` times counts once a sample, as in the sidebar
         self.notify(
             f"{preset.name}: {plural(refs, 'reference')} → {preset.aggregator.label}{when}",
             title="Preset switched",
