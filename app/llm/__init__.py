@@ -185,17 +185,7 @@ def _sdk_body(request: ChatRequest, model: str) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = request.tools
-    sampling = request.sampling
-    if sampling.temperature is not None:
-        body["temperature"] = sampling.temperature
-    if sampling.max_tokens is not None:
-        body["max_tokens"] = sampling.max_tokens
-    if sampling.top_p is not None:
-        body["top_p"] = sampling.top_p
-    if sampling.stop is not None:
-        body["stop"] = sampling.stop if isinstance(sampling.stop, str) else list(sampling.stop)
-    if sampling.reasoning_effort is not None:
-        body["reasoning_effort"] = sampling.reasoning_effort
+    body.update(request.sampling.on_wire())
     if request.timeout is not None:
         body["timeout"] = request.timeout
     if request.stream:

@@ -32,6 +32,18 @@ class Sampling:
     stop: str | tuple[str, ...] | None = None
     reasoning_effort: str | None = None
 
+    def on_wire(self) -> dict[str, object]:
+        """The settings that were set, by their names in a request (a list of stops as a list)."""
+        stop = list(self.stop) if isinstance(self.stop, tuple) else self.stop
+        fields = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "stop": stop,
+            "reasoning_effort": self.reasoning_effort,
+        }
+        return {name: value for name, value in fields.items() if value is not None}
+
 
 class CallKwargs(TypedDict, total=False):
     """The keyword arguments of `call_llm(...)` (the seed's signature), as `ChatRequest.as_call_kwargs` fills them."""
