@@ -24,6 +24,7 @@ from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...text.inert import inert
 from ...text.wording import plural
+from .reply_status import WaitingStatus, consulting
 from .rows import repeated_line
 from .tool_block import ToolBlock
 
@@ -222,10 +223,12 @@ class AssistantReply(Vertical):
     class Ended(Message):
         """The reply has ended (its footer is on): the log may fold away what is far above it."""
 
-    def __init__(self, preset_name: str, aggregator: str, references: int) -> None:
+    def __init__(self, preset_name: str, aggregator: str, references: int, *, seats: int | None = None) -> None:
+        """`seats`: the panel's calls, one per sidebar card (a model asked `samples:` times has one per sample)."""
         super().__init__(classes="assistant-reply")
         self.preset_name, self.aggregator = preset_name, aggregator
         self.references = references
+        self._waiting = WaitingStatus(references if seats is None else seats)
         self.panel: tuple[PanelAnswer, ...] = ()  # the references' answers this reply was written from
         self.version: tuple[int, int] = (1, 1)
         self._facts: list[str] = []
@@ -250,7 +253,7 @@ class AssistantReply(Vertical):
             yield Static(self._header(None), classes="reply-header")
             yield from self._saved_widgets(*self._saved)
             return
-        yield Static(self._header(f"consulting {plural(self.references, 'reference')}…"), classes="reply-header")
+        yield Static(self._header(consulting(self.references)), classes="reply-header")
 
     def _header(self, status: str | None) -> Content:
         """Who answers (the aggregator, by model), and while nothing is written yet, what it is waiting for."""
@@ -264,6 +267,16 @@ class AssistantReply(Vertical):
 
     def set_status(self, text: str | None) -> None:
         self.query_one(".reply-header", Static).update(self._header(text))
+
+    def panel_event(self, event: object) -> None:
+        """A panel event of this reply's turn: while no text has come, the header says what it waits for."""
+        status = self._waiting.after(event)
+        if status is not None and not self.text:
+            self.set_status(status)
+
+    def show_consulting(self) -> None:
+        """The panel is being asked (a server moa-chat runs itself has started)."""
+        self.set_status(consulting(self.references))
 
     async def append_text(self, text: str) -> None:
         if not text:
