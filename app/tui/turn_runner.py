@@ -19,7 +19,7 @@ from functools import partial
 from textual.timer import Timer
 from textual.widget import Widget
 
-from ..engine import CancelToken
+from ..engine import CancelToken, ReplyRestarted
 from ..engine.panel import panel
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
@@ -191,6 +191,9 @@ class TurnRunner:
                 await reply.tool_event(event)
         elif isinstance(event, Notice):
             await log.mount(NoticeLine(event.text, event.level))
+        elif isinstance(event, ReplyRestarted):
+            if reply is not None:
+                await reply.restart(event.reason)
         elif isinstance(event, PanelEvent):
             sidebar.apply(event)
             if reply is not None:

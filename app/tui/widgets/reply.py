@@ -25,6 +25,7 @@ from ...store import StoredTurn
 from ...text.inert import inert
 from ...text.wording import plural
 from .reply_status import WaitingStatus, consulting
+from .reply_versions import CutVersion, RestartNote
 from .rows import repeated_line
 from .tool_block import ToolBlock
 
@@ -208,7 +209,7 @@ class _Shown:
     """What a finished reply showed, to build it again after the log folded it away (chat_log.py)."""
 
     text: str
-    parts: tuple[str | ToolCallEvent, ...]  # its text runs and tool calls, in order
+    parts: tuple[str | ToolCallEvent | CutVersion, ...]  # its text runs, tool calls and restarts, in order
     ended: tuple[str, str | None, float | None, int, str | None]  # as AssistantReply._end took it
     panel: tuple[PanelAnswer, ...]
     version: tuple[int, int]
@@ -234,7 +235,8 @@ class AssistantReply(Vertical):
         self._facts: list[str] = []
         self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
         self._shown: _Shown | None = None  # set when built again from what it showed
-        self._parts: list[str | ToolBlock] = []  # the text runs (once closed) and tool blocks, in order
+        # The text runs (once closed), tool blocks and notes of a restart after a cut-off, in order.
+        self._parts: list[str | ToolBlock | RestartNote] = []
         self._ended: tuple[str, str | None, float | None, int, str | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
@@ -327,6 +329,28 @@ class AssistantReply(Vertical):
             await self._segment.close(self.text)
             self._parts.append(self.text[self._segment.start :])
             self._segment = None
+
+    async def restart(self, reason: str) -> None:
+        """The aggregator's stream was cut off after text arrived and it is asked again: the reply as it stood
+        is kept as an earlier version (`earlier`), marked cut off; the text of the round that was cut goes, and
+        what streams next is the fresh version, after a line that says why."""
+        segment = self._segment
+        if segment is None:
+            return
+        await self._close_segment()
+        cut = CutVersion(self.text, reason)
+        self._parts.pop()
+        self.text = self.text[: segment.start]
+        note = RestartNote(cut)
+        self._parts.append(note)
+        await segment.widget.remove()
+        await self.mount(note)
+        self.set_status("asking again…")
+
+    @property
+    def earlier(self) -> list[CutVersion]:
+        """The versions of this reply that were cut off and asked for again, oldest first."""
+        return [note.cut for note in self.query_children(RestartNote)]
 
     async def tool_event(self, event: ToolCallEvent) -> None:
         # Ids made up for servers that send none (call_0, ...) repeat in each round of the tool loop.
@@ -431,7 +455,7 @@ class AssistantReply(Vertical):
         if self._shown is not None:
             shown = dataclasses.replace(self._shown, version=self.version)
         elif self._ended is not None:
-            parts = tuple(part.event if isinstance(part, ToolBlock) else part for part in self._parts)
+            parts = tuple(_recipe_part(part) for part in self._parts)
             shown = _Shown(self.text, parts, self._ended, self.panel, self.version)
         else:
             return None
@@ -454,6 +478,8 @@ class AssistantReply(Vertical):
         for part in shown.parts:
             if isinstance(part, str):
                 widgets.append(ReplyMarkdown(part, classes="reply-markdown"))
+            elif isinstance(part, CutVersion):
+                widgets.append(RestartNote(part))
             else:
                 block = ToolBlock(part)
                 self._tools[f"{part.iteration}:{part.call_id}"] = block
@@ -502,3 +528,12 @@ class AssistantReply(Vertical):
     def last_code_block(self) -> str | None:
         blocks = CODE_BLOCK.findall(self.text)
         return blocks[-1] if blocks else None
+
+
+def _recipe_part(part: str | ToolBlock | RestartNote) -> str | ToolCallEvent | CutVersion:
+    """What a reply's part is built again from."""
+    if isinstance(part, ToolBlock):
+        return part.event
+    if isinstance(part, RestartNote):
+        return part.cut
+    return part
