@@ -50,6 +50,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not args.quiet:
         refs = len(panel(preset))
         seats = "solo, no references" if args.solo else plural(refs, "reference")
+        if preset.auto_layers and not args.solo:  # layers: auto runs as few layers as agree
+            seats = f"up to {seats} in {preset.layers} layers"
         # Names from the config are made inert like every other line: a model name may hold escapes.
         print(inert(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}"), file=sys.stderr)
         for file in files:
@@ -213,5 +215,7 @@ def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
         "solo": result.solo,
         "references": references,
         "reference_order": result.reference_order,
+        "layers_run": result.layers_run,
+        "layers_reason": result.layers_reason,
         "usage": result.ledger.as_json(),
     }

@@ -13,7 +13,9 @@ from typing import ClassVar, TextIO
 
 from ..engine import (
     AggregatorStarted,
+    AgreementChecked,
     CallRetrying,
+    LayersDecided,
     ReferenceFinished,
     ReferenceStarted,
     ReplyDelta,
@@ -150,6 +152,17 @@ class Progress:
             if event.error:
                 detail += f" — {event.error}"
             return f"  {glyph} {event.label} ({detail})"
+        if isinstance(event, AgreementChecked):
+            if event.record is not None and event.record.status == "cancelled":
+                return None  # the turn's end says it was cancelled
+            verdict = "aggregating now" if event.agreed else f"layer {event.layer + 1} next"
+            judged = ""
+            if event.record is not None:
+                tokens = f", {event.record.usage.total_tokens} tokens" if event.record.usage else ""
+                judged = f" ({event.record.label}, {event.record.seconds:.1f}s{tokens})"
+            return f"  ≟ layer {event.layer}: {event.reason}, {verdict}{judged}"
+        if isinstance(event, LayersDecided):
+            return f"  ≡ {event.line}"
         if isinstance(event, CallRetrying):
             return (
                 f"  ↻ {event.label}: {event.reason} — retrying in {event.delay:.1f} s "

@@ -1,14 +1,17 @@
 """The MoA engine: the reference fan-out, the guidance, the aggregator phase, events and cancellation."""
 
+from .agreement import AnswerExtractor
 from .cancel import Cancelled, CancelToken
 from .engine import MoAEngine
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
+    AgreementChecked,
     CallRecord,
     CallRetrying,
     EngineEvent,
     EngineObserver,
+    LayersDecided,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -22,12 +25,15 @@ from .retry import RetryPolicy
 __all__ = [
     "AggregatorFinished",
     "AggregatorStarted",
+    "AgreementChecked",
+    "AnswerExtractor",
     "CallRecord",
     "CallRetrying",
     "CancelToken",
     "Cancelled",
     "EngineEvent",
     "EngineObserver",
+    "LayersDecided",
     "MoAEngine",
     "ReferenceFinished",
     "ReferenceProgress",

@@ -41,7 +41,7 @@ from .events import CallRecord, CallRetrying, CallStatus, Role
 from .retry import RetryPolicy
 from .watchdog import WATCHDOG, ByteWatch
 
-Task = Literal["moa_reference", "moa_aggregator"]
+Task = Literal["moa_reference", "moa_aggregator", "moa_agreement"]
 # What the engine asks of a provider for a streamed call: usage in its last chunk, for the ledger.
 WITH_USAGE: StreamOptions = {"include_usage": True}
 # Tracing a call: its record, request and answer as one JSON-ready entry (store.traces.TraceWriter).

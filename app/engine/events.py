@@ -14,7 +14,8 @@ from typing import Literal, TypeVar
 
 from ..llm.usage import Usage
 
-Role = Literal["reference", "aggregator"]
+# "agreement": under `layers: auto`, the short judgement of whether a layer's references agree.
+Role = Literal["reference", "aggregator", "agreement"]
 # "late": still answering when a quorum or a deadline let the aggregator start without it.
 CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off", "late"]
 
@@ -134,6 +135,35 @@ class ReferenceFinished(_Recorded):
     text: str = ""
 
 
+# --------------------------------------------------------------------------- layers: auto
+
+
+@dataclass(frozen=True)
+class AgreementChecked:
+    """After a layer of a `layers: auto` preset: whether its references agree. `record` is the judge's
+    call (None when an answer extractor compared the answers, or there were too few to compare)."""
+
+    layer: int
+    agreed: bool
+    reason: str
+    record: CallRecord | None = None
+    text: str = ""  # the judge's answer, as it came
+
+
+@dataclass(frozen=True)
+class LayersDecided:
+    """A `layers: auto` fan-out ended: how many of its layers ran, of at most `max_layers`, and why."""
+
+    layers_run: int
+    max_layers: int
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """One line for the sidebar and `ask`: "2 of 3 layers: references agreed"."""
+        return f"{self.layers_run} of {self.max_layers} layers: {self.reason}"
+
+
 # --------------------------------------------------------------------------- the aggregator
 
 
@@ -188,6 +218,8 @@ EngineEvent = (
     | ReferenceProgress
     | ReferenceFinished
     | ReferencesSent
+    | AgreementChecked
+    | LayersDecided
     | AggregatorStarted
     | ReplyDelta
     | AggregatorFinished

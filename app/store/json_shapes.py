@@ -41,6 +41,8 @@ class PresetJson(TypedDict, total=False):
     source: str
     system_prompt: str | None
     layers: int
+    auto_layers: bool  # `layers: auto`: `layers` is then max_layers
+    agreement: SlotJson | None
     quorum: int | None
     deadline: float | None
     shuffle: bool
