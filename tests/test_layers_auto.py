@@ -248,6 +248,19 @@ def test_the_stored_turn_says_how_many_layers_ran_and_why(home, wire_config, llm
     assert turn.layers_run == 1 and turn.layers_reason is None
 
 
+def test_a_regeneration_reuses_the_stored_layers_and_checks_nothing(home, wire_config, llm_server):
+    config = wire_config(AUTO)
+    llm_server.script("agg", judged_by(["DISAGREE", "AGREE"]))
+    session = ChatSession(config, config.preset("wire"), store=SessionStore(home / "sessions.db"))
+    session.send("What is 6 times 7?")
+    asked = len(llm_server.requests)
+    events: list = []
+    result = session.rerun(aggregator_only=True, observer=events.append)
+    assert result.status == "ok" and result.layers_run == 2 and result.layers_reason == "the stored answers"
+    assert [r.model for r in llm_server.requests[asked:]] == ["agg"]  # the aggregator alone, no check
+    assert [e.line for e in events if isinstance(e, LayersDecided)] == ["2 of 3 layers: the stored answers"]
+
+
 def test_ask_prints_the_decision_and_json_reports_it(home, llm_server):
     write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra="      layers: auto"))
     llm_server.script("agg", judged_by(["DISAGREE", "AGREE"]))

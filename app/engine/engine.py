@@ -146,6 +146,9 @@ class MoAEngine:
             if first:
                 self.last_references = self._replay(self._given, iteration)
                 self.layers_run = max((r.record.layer for r in self._given), default=0)
+                if self.preset.auto_layers:  # no check runs: the stored answers' layers are the turn's
+                    self.layers_reason = "the stored answers"
+                    emit(self.observer, LayersDecided(self.layers_run, self.preset.layers, self.layers_reason))
             return self.last_references, not first
         reuse = self.preset.fanout == "user_turn"
         # Serialising the conversation is only worth it when the guidance may be reused.
