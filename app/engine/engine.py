@@ -126,7 +126,7 @@ class MoAEngine:
             if self._agreement is None:
                 continue
             if layer == most:
-                self.layers_reason = "no agreement by max_layers" if most > 1 else "max_layers is 1"
+                self.layers_reason = "no agreement by max_layers"  # the last layer is aggregated unchecked
                 break
             verdict = self._agreement.check(messages, layer_results, layer=layer, iteration=iteration)
             if verdict.agreed:
