@@ -65,9 +65,9 @@ class TurnSaver:
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
         elif isinstance(event, ReferenceFinished):
-            self.calls.append(StoredCall(event.record, event.text))
+            self.calls.append(StoredCall(event.record, event.text, event.reasoning))
         elif isinstance(event, AggregatorFinished):
-            self.calls.append(StoredCall(event.record))
+            self.calls.append(StoredCall(event.record, reasoning=event.reasoning))
             if self._rounds and self._rounds[-1]:
                 self._rounds.append([])  # the next round's text starts a new paragraph, as Turn joins them
             self.flush()

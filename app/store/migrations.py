@@ -102,6 +102,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE calls ADD COLUMN cost REAL;
     """,
+    # 5: what a reasoning model thought before it answered (NULL: no reasoning came).
+    """
+    ALTER TABLE calls ADD COLUMN reasoning TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

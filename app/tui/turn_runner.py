@@ -212,9 +212,9 @@ class TurnRunner:
     async def append_text(self, message: ReplyText) -> None:
         text = message.text
         if text is None:  # coalesced: collect whatever this segment's epoch has buffered
-            text = self._bridge.take(message.epoch) if self._bridge else ""
+            text = self._bridge.take(message.epoch, thinking=message.thinking) if self._bridge else ""
         if text and self.reply is not None:
-            await self.reply.append_text(text)
+            await (self.reply.think(text) if message.thinking else self.reply.append_text(text))
 
     async def _server_start(self, event: ServerStart, log: ChatLog) -> None:
         """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's
