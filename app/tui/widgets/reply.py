@@ -285,6 +285,7 @@ class AssistantReply(Vertical):
         """A reasoning model's thinking, shown folded above what it writes next (thinking.py)."""
         if (block := await thinking.feed(self, text)) is not None:
             self._parts.append(block)
+            self.set_status(f"{self.aggregator} is thinking…")
 
     @property
     def settled(self) -> bool:
