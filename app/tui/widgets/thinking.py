@@ -120,11 +120,9 @@ class ThinkingBlock(Widget, can_focus=True):
 
     def summary(self) -> str:
         """The folded line's words: how long it thought, about how many tokens."""
-        facts = [] if self.seconds is None else [f"for {self.seconds:.1f}s"]
+        words = "thought" if self.seconds is None else f"thought for {self.seconds:.1f}s"
         tokens = len(self.thought) // CHARACTERS_PER_TOKEN
-        if tokens:
-            facts.append(f"~{plural(tokens, 'token')}")
-        return "thought " + " · ".join(facts) if facts else "thought"
+        return f"{words} · ~{plural(tokens, 'token')}" if tokens else words
 
     def render(self) -> Content:
         if self.live and not self.opened:
