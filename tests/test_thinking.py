@@ -162,3 +162,21 @@ def test_the_thinking_is_faint_at_a_terminal_and_ends_its_line_before_anything_e
     progress.end_line()
     assert err.getvalue() == "\x1b[2mHmm, slicing.␛]52;c;AAAA␇\x1b[22m\n"  # the model's escapes made inert
     assert out.getvalue() == "Answer.\n"
+
+
+def test_a_secret_split_across_thinking_deltas_is_still_redacted_on_screen():
+    from moa_chat.session.privacy_filter import DisplayScrub
+    from moa_chat.text.redaction import apply
+
+    shown: list[object] = []
+    scrub = DisplayScrub(shown.append, lambda text: apply("display", text, for_models=False))
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8J9k0L1m2N3p4Q5r6"
+    for piece in ("The key is ", key[:12], key[12:], " so I will not repeat it."):
+        scrub(ReasoningDelta("wire:agg", "aggregator", piece))
+    scrub(ReplyDelta("Done."))
+    scrub.flush()
+    thought = "".join(e.text for e in shown if isinstance(e, ReasoningDelta))
+    assert key[:12] not in thought and key[12:] not in thought
+    assert thought.startswith("The key is ") and thought.endswith(" so I will not repeat it.")
+    # All of the thinking is shown before the reply begins.
+    assert isinstance(shown[-1], ReplyDelta) and shown[-1].text == "Done."
