@@ -160,3 +160,25 @@ def test_a_reply_with_its_thinking_folded(snap_compare, wire_config, llm_server,
         await settle(pilot)
 
     assert snap_compare(make_app(wire_config(), "wire"), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_an_aggregator_asked_again_after_thinking_shows_only_the_fresh_thought(home, wire_config, llm_server):
+    from conftest import WIRE_CONFIG, write_config
+    from moa_chat.config import load_config
+
+    path = write_config(
+        home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace("max_retries: 0", "max_retries: 1")
+    )
+    llm_server.script(
+        "agg",
+        [
+            Reply(text=ANSWER, reasoning="A first attempt's thought.", drop_after=0),
+            Reply(text=ANSWER, reasoning=THOUGHT),
+        ],
+    )
+    app = make_app(load_config(path), "wire")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_turn(pilot, "How do I reverse a list?")
+        assert len(llm_server.requests_for("agg")) == 2
+        block = app.query_one(ThinkingBlock)
+        assert block.thought == THOUGHT

@@ -23,6 +23,7 @@ from ..engine import AggregatorStarted, CallRetrying, CancelToken, ReferenceFini
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
+from .widgets import thinking
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -205,6 +206,8 @@ class TurnRunner:
         elif isinstance(event, Notice):
             await log.mount(NoticeLine(event.text, event.level))
         elif isinstance(event, PanelEvent):
+            if isinstance(event, CallRetrying) and event.role == "aggregator" and reply is not None:
+                thinking.forget(reply)  # the failed attempt's thought: the next one thinks afresh
             sidebar.apply(event)
             if reply is not None and not reply.text and (status := waiting_status(event, sidebar)) is not None:
                 reply.set_status(status)

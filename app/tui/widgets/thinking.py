@@ -159,6 +159,15 @@ def settle(reply: Widget) -> None:
             child.settle()
 
 
+def forget(reply: Widget) -> None:
+    """The aggregator's attempt failed before it answered and is asked again: what that attempt thought goes
+    (the fresh attempt thinks afresh, into the same block)."""
+    for child in reply.children:
+        if isinstance(child, ThinkingBlock) and child.live:
+            child.thought = ""
+            child.refresh(layout=True)
+
+
 def stored(turn: StoredTurn | None) -> dict[int, Thought]:
     """A stored turn's thoughts, by aggregator round (the n-th assistant message is round n)."""
     if turn is None:
