@@ -182,3 +182,19 @@ async def test_an_aggregator_asked_again_after_thinking_shows_only_the_fresh_tho
         assert len(llm_server.requests_for("agg")) == 2
         block = app.query_one(ThinkingBlock)
         assert block.thought == THOUGHT
+
+
+async def test_a_reply_built_again_after_the_log_folded_it_keeps_its_thought(wire_config, llm_server):
+    llm_server.script("agg", Reply(text=ANSWER, reasoning=THOUGHT))
+    app = make_app(wire_config(), "wire")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_turn(pilot, "How do I reverse a list?")
+        recipe = app.query_one(AssistantReply).recipe()
+        assert recipe is not None
+        rebuilt = recipe()
+        await app.chat.chat_log.mount(rebuilt)
+        await pilot.pause()
+        block = rebuilt.query_one(ThinkingBlock)
+        assert block.thought == THOUGHT and not block.live and block.render().plain.startswith("▸ thought for ")
+        children = list(rebuilt.children)
+        assert children.index(block) < children.index(rebuilt.query_one(ReplyMarkdown))
