@@ -25,6 +25,7 @@ from .events import (
     CallStatus,
     EngineObserver,
     LayersDecided,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceQueued,
     ReplyDelta,
@@ -163,7 +164,8 @@ class MoAEngine:
         """Report given answers as this turn's: the same text and status, but no usage, since no tokens
         were spent on them now."""
         replayed = tuple(
-            ReferenceFinished(dataclasses.replace(r.record, usage=None, iteration=iteration), r.text) for r in given
+            ReferenceFinished(dataclasses.replace(r.record, usage=None, iteration=iteration), r.text, r.reasoning)
+            for r in given
         )
         for result in replayed:
             emit(self.observer, ReferenceQueued(result.index, result.label))
@@ -271,7 +273,7 @@ class MoAEngine:
 
         def finished(status: CallStatus, error: str | None = None) -> CallRecord:
             record = call.record(status, error)
-            emit(self.observer, AggregatorFinished(record))
+            emit(self.observer, AggregatorFinished(record, call.assembler.reasoning))
             return record
 
         def restarted(exc: CutOff, text: str) -> None:
@@ -283,6 +285,7 @@ class MoAEngine:
                 on_retry=lambda event: emit(self.observer, event),
                 restarts=1 if self.restart_cut_reply else 0,
                 on_restart=restarted,
+                on_reasoning=lambda text: emit(self.observer, ReasoningDelta(call.label, "aggregator", text)),
             )
         except Cancelled:
             finished("cancelled", "cancelled by the user")

@@ -71,6 +71,9 @@ class ReferenceProgress:
     # All of it so far (a view of the running answer takes it whole, where stitching pieces together would
     # drop what came between two events); a one-line preview shows its last TAIL_CHARACTERS.
     text: str = ""
+    # Seconds from the request to the first reasoning delta: a reasoning model that is still only thinking
+    # (no text yet) has its speed counted from then. None for a model that sends no reasoning.
+    thinking_seconds: float | None = None
 
 
 TAIL_CHARACTERS = 200
@@ -133,6 +136,7 @@ class ReferenceFinished(_Recorded):
 
     record: CallRecord
     text: str = ""
+    reasoning: str = ""  # what a reasoning model thought before it answered (reasoning_content / reasoning)
 
 
 # --------------------------------------------------------------------------- layers: auto
@@ -186,6 +190,7 @@ class AggregatorFinished(_Recorded):
     """One aggregator round ended: read whole, or cut short by a failure or a cancel."""
 
     record: CallRecord
+    reasoning: str = ""  # what it thought before it answered, whole
 
 
 @dataclass(frozen=True)
@@ -212,6 +217,18 @@ class ReplyRestarted:
     text: str
 
 
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A reasoning model's thinking (its `reasoning_content` / `reasoning` deltas), as it streams: the
+    aggregator's piece by piece, before its ReplyDeltas; a reference's a batch at a time, at most a few times a
+    second (with its ReferenceProgress). Never part of the answer: front ends show it apart, if at all."""
+
+    label: str
+    role: Role
+    text: str
+    index: int = 0  # the reference's position in the preset; 0 for the aggregator
+
+
 EngineEvent = (
     ReferenceQueued
     | ReferenceStarted
@@ -225,6 +242,7 @@ EngineEvent = (
     | AggregatorFinished
     | CallRetrying
     | ReplyRestarted
+    | ReasoningDelta
 )
 EngineObserver = Callable[[EngineEvent], None]
 E = TypeVar("E")

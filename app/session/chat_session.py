@@ -211,7 +211,7 @@ class ChatSession:
             asked = [t for t in self.store.turns(self.id) if t.user_message_id == last.id and t.references]
             if not asked:
                 raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
-            references = tuple(ReferenceFinished(c.record, c.text) for c in asked[-1].references)
+            references = tuple(ReferenceFinished(c.record, c.text, c.reasoning) for c in asked[-1].references)
         self.messages = self.messages[: self._last_user_index() + 1]
         kind = "regenerate" if aggregator_only else "reask"
         return self._turn(kind, observer, cancel, user_id=last.id, references=references)

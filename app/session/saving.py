@@ -65,9 +65,10 @@ class TurnSaver:
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
         elif isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
-            self.calls.append(StoredCall(event.record, event.text))  # an agreement judge's call too
+            reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
+            self.calls.append(StoredCall(event.record, event.text, reasoning))  # an agreement judge's call too
         elif isinstance(event, AggregatorFinished):
-            self.calls.append(StoredCall(event.record))
+            self.calls.append(StoredCall(event.record, reasoning=event.reasoning))
             if self._rounds and self._rounds[-1]:
                 self._rounds.append([])  # the next round's text starts a new paragraph, as Turn joins them
             self.flush()

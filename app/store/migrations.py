@@ -107,6 +107,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE turns ADD COLUMN layers_run INTEGER;
     ALTER TABLE turns ADD COLUMN layers_reason TEXT;
     """,
+    # 6: what a reasoning model thought before it answered (NULL: no reasoning came).
+    """
+    ALTER TABLE calls ADD COLUMN reasoning TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

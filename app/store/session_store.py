@@ -86,6 +86,7 @@ class StoredMessage:
 class StoredCall:
     record: CallRecord
     text: str = ""  # a reference's full answer
+    reasoning: str = ""  # what a reasoning model thought before it answered
 
 
 @dataclass(frozen=True)
@@ -515,15 +516,15 @@ def _call(row: sqlite3.Row) -> StoredCall:
         layer=row["layer"],
         cost=row["cost"],
     )
-    return StoredCall(record, row["text"])
+    return StoredCall(record, row["text"], row["reasoning"] or "")
 
 
 def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None:
     record, usage = call.record, call.record.usage
     db.execute(
         "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             record.role,
@@ -541,6 +542,7 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
             record.first_token_seconds,
             record.finish_reason,
             record.cost,
+            clean(call.reasoning) or None,
         ),
     )
 
