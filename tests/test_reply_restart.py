@@ -16,6 +16,7 @@ from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
 from moa_chat.tui.widgets.reply_versions import RestartNote
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+from moa_chat.tui.widgets.thinking import ThinkingBlock
 from textual.widgets import Static
 from tui_helpers import run_turn, send, stored_session, wait_until
 
@@ -201,3 +202,20 @@ async def test_a_reference_retried_after_a_cut_off_drops_its_stale_preview(home,
             assert card.text == "whole b"
     finally:
         answer_now.set()
+
+
+async def test_a_reply_that_thought_before_it_was_cut_off_thinks_afresh_below_the_note(home, llm_server):
+    """What the cut-off attempt thought goes with its text; the fresh attempt's thought is shown above the fresh
+    reply, after the line that says the first was cut off."""
+    config = retrying_config(home, llm_server)
+    first = Reply(text=FORTY_FIVE_WORDS, end_after=4, reasoning="first thoughts about it")
+    llm_server.script("agg", [first, Reply(text="the whole reply", reasoning="second thoughts")])
+    app = chat(config, SessionStore(home / "sessions.db"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_turn(pilot, "q")
+        reply = last_reply(app)
+        assert reply.text == "the whole reply"
+        (block,) = reply.query(ThinkingBlock)
+        assert block.thought == "second thoughts"
+        kinds = [type(child) for child in reply.children]
+        assert kinds.index(RestartNote) < kinds.index(ThinkingBlock) < kinds.index(ReplyMarkdown)

@@ -19,10 +19,11 @@ from functools import partial
 from textual.timer import Timer
 from textual.widget import Widget
 
-from ..engine import CancelToken, ReplyRestarted
+from ..engine import CallRetrying, CancelToken, ReplyRestarted
 from ..engine.panel import panel
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
+from .widgets import thinking
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -195,6 +196,8 @@ class TurnRunner:
             if reply is not None:
                 await reply.restart(event.reason)
         elif isinstance(event, PanelEvent):
+            if isinstance(event, CallRetrying) and event.role == "aggregator" and reply is not None:
+                thinking.forget(reply)  # the failed attempt's thought: the next one thinks afresh
             sidebar.apply(event)
             if reply is not None:
                 reply.panel_event(event)
@@ -202,9 +205,9 @@ class TurnRunner:
     async def append_text(self, message: ReplyText) -> None:
         text = message.text
         if text is None:  # coalesced: collect whatever this segment's epoch has buffered
-            text = self._bridge.take(message.epoch) if self._bridge else ""
+            text = self._bridge.take(message.epoch, thinking=message.thinking) if self._bridge else ""
         if text and self.reply is not None:
-            await self.reply.append_text(text)
+            await (self.reply.think(text) if message.thinking else self.reply.append_text(text))
 
     async def _server_start(self, event: ServerStart, log: ChatLog) -> None:
         """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's

@@ -24,9 +24,11 @@ from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...text.inert import inert
 from ...text.wording import plural
+from . import thinking
 from .reply_status import WaitingStatus, consulting
 from .reply_versions import CutVersion, RestartNote
 from .rows import repeated_line
+from .thinking import ThinkingBlock, Thought
 from .tool_block import ToolBlock
 
 if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
@@ -209,7 +211,8 @@ class _Shown:
     """What a finished reply showed, to build it again after the log folded it away (chat_log.py)."""
 
     text: str
-    parts: tuple[str | ToolCallEvent | CutVersion, ...]  # its text runs, tool calls and restarts, in order
+    # Its text runs, tool calls, thoughts and restarts after a cut-off, in order.
+    parts: tuple[str | ToolCallEvent | Thought | CutVersion, ...]
     ended: tuple[str, str | None, float | None, int, str | None]  # as AssistantReply._end took it
     panel: tuple[PanelAnswer, ...]
     version: tuple[int, int]
@@ -235,8 +238,8 @@ class AssistantReply(Vertical):
         self._facts: list[str] = []
         self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
         self._shown: _Shown | None = None  # set when built again from what it showed
-        # The text runs (once closed), tool blocks and notes of a restart after a cut-off, in order.
-        self._parts: list[str | ToolBlock | RestartNote] = []
+        # Text runs (once closed), tool and thinking blocks, and notes of a restart after a cut-off, in order.
+        self._parts: list[str | ToolBlock | ThinkingBlock | RestartNote] = []
         self._ended: tuple[str, str | None, float | None, int, str | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
@@ -286,12 +289,19 @@ class AssistantReply(Vertical):
         if self._segment is None:
             from .markdown import ReplyMarkdown
 
+            thinking.settle(self)
             self.set_status(None)
             widget = ReplyMarkdown(classes="reply-markdown")
             await self.mount(widget)
             self._segment = _Segment(widget, len(self.text))
         self.text += text
         self._segment.write(text)
+
+    async def think(self, text: str) -> None:
+        """A reasoning model's thinking, shown folded above what it writes next (thinking.py)."""
+        if (block := await thinking.feed(self, text)) is not None:
+            self._parts.append(block)
+            self.set_status(f"{self.aggregator} is thinking…")
 
     @property
     def settled(self) -> bool:
@@ -332,18 +342,21 @@ class AssistantReply(Vertical):
 
     async def restart(self, reason: str) -> None:
         """The aggregator's stream was cut off after text arrived and it is asked again: the reply as it stood
-        is kept as an earlier version (`earlier`), marked cut off; the text of the round that was cut goes, and
-        what streams next is the fresh version, after a line that says why."""
+        is kept as an earlier version (`earlier`), marked cut off; what the round that was cut wrote and thought
+        goes, and what streams next is the fresh version, after a line that says why."""
         segment = self._segment
         if segment is None:
             return
         await self._close_segment()
         cut = CutVersion(self.text, reason)
-        self._parts.pop()
         self.text = self.text[: segment.start]
+        gone: list[Widget] = []
+        while self._parts and isinstance(self._parts[-1], str | ThinkingBlock):
+            part = self._parts.pop()
+            gone.append(part if isinstance(part, ThinkingBlock) else segment.widget)
         note = RestartNote(cut)
         self._parts.append(note)
-        await segment.widget.remove()
+        await self.remove_children(gone)
         await self.mount(note)
         self.set_status("asking again…")
 
@@ -358,6 +371,7 @@ class AssistantReply(Vertical):
         block = self._tools.get(key)
         if block is None:
             await self._close_segment()
+            thinking.settle(self)
             block = ToolBlock(event)
             self._tools[key] = block
             self._parts.append(block)
@@ -381,6 +395,7 @@ class AssistantReply(Vertical):
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
     ) -> None:
         self.set_status(None)
+        thinking.settle(self)
         self._ended = (status, error, seconds, tokens, warning)
         await self.mount_all(self._ending(status, error, seconds, tokens, warning))
         self._mark(_MARKS.get(status, status))
@@ -455,7 +470,10 @@ class AssistantReply(Vertical):
         if self._shown is not None:
             shown = dataclasses.replace(self._shown, version=self.version)
         elif self._ended is not None:
-            parts = tuple(_recipe_part(part) for part in self._parts)
+            parts = tuple(
+                part.event if isinstance(part, ToolBlock | ThinkingBlock | RestartNote) else part
+                for part in self._parts
+            )
             shown = _Shown(self.text, parts, self._ended, self.panel, self.version)
         else:
             return None
@@ -478,6 +496,8 @@ class AssistantReply(Vertical):
         for part in shown.parts:
             if isinstance(part, str):
                 widgets.append(ReplyMarkdown(part, classes="reply-markdown"))
+            elif isinstance(part, Thought):
+                widgets.append(ThinkingBlock.folded(part))
             elif isinstance(part, CutVersion):
                 widgets.append(RestartNote(part))
             else:
@@ -492,9 +512,12 @@ class AssistantReply(Vertical):
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
         widgets: list[Widget] = []
         texts = []
+        thoughts, rounds = thinking.stored(turn), 0
         for message in messages:
             if message.get("role") != "assistant":
                 continue
+            rounds += 1
+            widgets += thinking.folded(thoughts.get(rounds))
             content = str(message.get("content") or "")
             if content:
                 texts.append(content)
@@ -528,12 +551,3 @@ class AssistantReply(Vertical):
     def last_code_block(self) -> str | None:
         blocks = CODE_BLOCK.findall(self.text)
         return blocks[-1] if blocks else None
-
-
-def _recipe_part(part: str | ToolBlock | RestartNote) -> str | ToolCallEvent | CutVersion:
-    """What a reply's part is built again from."""
-    if isinstance(part, ToolBlock):
-        return part.event
-    if isinstance(part, RestartNote):
-        return part.cut
-    return part

@@ -31,3 +31,8 @@ class RestartNote(Static):
             classes="reply-warning reply-restarted",
         )
         self.cut = cut
+
+    @property
+    def event(self) -> CutVersion:
+        """What to build this note again from (named as a tool block's, so a reply keeps its parts alike)."""
+        return self.cut
