@@ -19,11 +19,10 @@ from functools import partial
 from textual.timer import Timer
 from textual.widget import Widget
 
-from ..engine import CallRetrying, CancelToken, ReplyRestarted
+from ..engine import CancelToken, ReplyRestarted
 from ..engine.panel import panel
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
-from .widgets import thinking
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -196,8 +195,6 @@ class TurnRunner:
             if reply is not None:
                 await reply.restart(event.reason)
         elif isinstance(event, PanelEvent):
-            if isinstance(event, CallRetrying) and event.role == "aggregator" and reply is not None:
-                thinking.forget(reply)  # the failed attempt's thought: the next one thinks afresh
             sidebar.apply(event)
             if reply is not None:
                 reply.panel_event(event)

@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ...engine import CallRetrying
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...text.inert import inert
@@ -275,6 +276,8 @@ class AssistantReply(Vertical):
 
     def panel_event(self, event: object) -> None:
         """A panel event of this reply's turn: while no text has come, the header says what it waits for."""
+        if isinstance(event, CallRetrying) and event.role == "aggregator":
+            thinking.forget(self)  # the failed attempt's thought: the next one thinks afresh
         status = self._waiting.after(event)
         if status is not None and not self.text:
             self.set_status(status)
