@@ -98,3 +98,65 @@ def test_a_continued_session_leaves_its_failed_prompt_out_too(wire_config, llm_s
     requests = llm_server.requests_for("agg")
     assert len(requests) == 2
     assert _prompts(requests[-1]) == ["the question, again"]
+
+
+# --------------------------------------------------------------------------- the welcome at 60×20
+
+KEYLESS = (
+    "No API key found, so moa-chat starts on the offline demo preset (simulated models). To use real models: "
+    "export OPENROUTER_API_KEY=... and run `moa-chat --preset frontier`."
+)
+
+
+async def test_the_welcome_is_whole_at_60_by_20_with_the_keyless_notice_under_it(home):
+    from moa_chat.tui.widgets.chat_log import ChatLog, Welcome
+    from tui_helpers import settle
+
+    app = make_app(load_config(None), "demo", notice=KEYLESS)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        log, welcome = app.query_one(ChatLog), app.query_one(Welcome)
+        assert log.scroll_y == 0 and log.max_scroll_y == 0  # nothing scrolled out of sight at the top
+        text = welcome.render().plain
+        assert welcome.region.y >= log.region.y
+        preset = app.session.preset
+        for must in (preset.name, *(slot.label for slot in preset.references), preset.aggregator.label):
+            assert must in text
+        assert "F2 presets" in text and "F1 help" in text
+        assert len(text.splitlines()) <= welcome.size.height
+    app = make_app(load_config(None), "demo", notice=KEYLESS)
+    async with app.run_test(size=(120, 36)) as pilot:  # with room, every line
+        await settle(pilot)
+        assert "Ask anything." in app.query_one(Welcome).render().plain
+
+
+# --------------------------------------------------------------------------- F2 at 60×20
+
+
+def _drawn(widget) -> str:
+    """What a widget draws, row by row."""
+    from textual.geometry import Region
+
+    width, height = widget.size
+    return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
+
+
+async def test_the_pickers_needs_are_whole_at_60_columns_and_beside_the_models_at_120(home):
+    from moa_chat.tui.screens.preset_picker import PresetPicker
+    from textual.widgets import OptionList
+    from tui_helpers import wait_until
+
+    for size, beside in (((60, 20), False), ((120, 36), True)):
+        app = make_app(load_config(None), "demo")
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("f2")
+            await wait_until(pilot, lambda app=app: isinstance(app.screen, PresetPicker))
+            await pilot.pause()
+            options = app.screen.query_one(OptionList)
+            frontier = options.get_option("frontier").prompt
+            lines = frontier.plain.splitlines()
+            assert any(line.strip() == "needs OPENROUTER_API_KEY" for line in lines) is not beside, lines
+            assert all(len(line) <= options.scrollable_content_region.width for line in lines if "needs" in line)
+            options.highlighted = options.get_option_index("frontier")
+            await pilot.pause()
+            assert "needs OPENROUTER_API_KEY" in _drawn(options)
