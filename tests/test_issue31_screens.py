@@ -160,3 +160,28 @@ async def test_the_pickers_needs_are_whole_at_60_columns_and_beside_the_models_a
             options.highlighted = options.get_option_index("frontier")
             await pilot.pause()
             assert "needs OPENROUTER_API_KEY" in _drawn(options)
+
+
+# --------------------------------------------------------------------------- a reply's version at 120 columns
+
+LONG_AGGREGATOR = "an-aggregator-whose-model-name-runs-on-and-on-like-a-router-id-does"
+
+
+async def test_an_older_replys_footer_keeps_its_version_whole_at_120_columns(home, wire_config, llm_server):
+    from moa_chat.store import SessionStore
+    from moa_chat.tui.app import MoAChatApp
+    from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
+    from tui_helpers import stored_session, wait_until
+
+    config = wire_config(f"aggregator: {{provider: wire, model: {LONG_AGGREGATOR}}}")
+    session = stored_session(config, SessionStore(home / "sessions.db"))
+    app = MoAChatApp(config, config.preset("wire"), session=session, theme="textual-dark", remember_theme=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "first")
+        await pilot.press("ctrl+g")  # a second version of the first exchange
+        await wait_until(pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished)
+        await run_turn(pilot, "second")
+        older = app.query(AssistantReply).first().query_one(ReplyMeta)
+        drawn = _drawn(older)
+        assert drawn.rstrip().endswith("· version 2/2"), drawn
+        assert "…" in drawn  # the line is longer than the column: the facts gave way, not the version
