@@ -121,7 +121,7 @@ async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, ll
         # The failed prompt stays in the log but not in what the models are sent: no two prompts glued together
         # (history.for_models, docs/sessions.md).
         sent = llm_server.requests_for("agg")[-1].messages
-        assert [m["content"] for m in sent if m["role"] == "user"][0] == "second"
+        assert next(m["content"] for m in sent if m["role"] == "user") == "second"
         assert "first" not in [m["content"] for m in sent]
         assert [m.text for m in app.query(UserMessage)] == ["first", "second"]  # still shown, failure and all
 

@@ -185,3 +185,68 @@ async def test_an_older_replys_footer_keeps_its_version_whole_at_120_columns(hom
         drawn = _drawn(older)
         assert drawn.rstrip().endswith("· version 2/2"), drawn
         assert "…" in drawn  # the line is longer than the column: the facts gave way, not the version
+
+
+# --------------------------------------------------------------------------- a dialog's footer
+
+def _dialogs(app, store):
+    """Every dialog the chat opens, built as the chat builds it."""
+    from moa_chat.tools.approval import ApprovalRequest
+    from moa_chat.tui.keys import help_rows
+    from moa_chat.tui.screens.approval import ApprovalScreen
+    from moa_chat.tui.screens.confirm import ConfirmScreen
+    from moa_chat.tui.screens.help import HelpScreen
+    from moa_chat.tui.screens.model_picker import ModelPicker
+    from moa_chat.tui.screens.panel import PanelAnswers
+    from moa_chat.tui.screens.preset_picker import PresetPicker
+    from moa_chat.tui.screens.reference_detail import ReferenceDetail
+    from moa_chat.tui.screens.session_browser import ConfirmDelete, RenameSession, SessionsScreen
+    from moa_chat.tui.screens.side_by_side import SideBySide
+    from moa_chat.tui.screens.trace import TraceScreen
+    from moa_chat.tui.widgets.reply import PanelAnswer
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+
+    answers = (PanelAnswer("wire:ref-a", "done", "alpha", None), PanelAnswer("wire:ref-b", "done", "beta", None))
+    sid = store.create_session("wire", "a stored session")
+    card = app.query_one(ReferenceSidebar).cards()[0]
+    return {
+        "approval": lambda: ApprovalScreen(ApprovalRequest("c1", "write_file", {"path": "x"})),
+        "confirm": lambda: ConfirmScreen("Over the limit", "Send anyway?"),
+        "help": lambda: HelpScreen(help_rows(app.chat), []),
+        "model picker": lambda: ModelPicker(app.config, "wire", as_aggregator=True),
+        "panel": lambda: PanelAnswers(answers, "wire:agg"),
+        "preset picker": lambda: PresetPicker(app.config, "wire"),
+        "reference detail": lambda: ReferenceDetail(card, app),
+        "sessions": lambda: SessionsScreen(store),
+        "rename": lambda: RenameSession("a stored session"),
+        "delete": lambda: ConfirmDelete(store.session(sid)),
+        "side by side": lambda: SideBySide(answers, "wire:agg"),
+        "trace": lambda: TraceScreen(store, sid, traces_on=False),
+    }
+
+
+async def test_a_dialogs_footer_lists_only_the_keys_that_work_in_it(home, wire_config, llm_server):
+    from moa_chat.store import SessionStore
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+    from tui_helpers import wait_until
+
+    app = make_app(wire_config(), "wire")
+    store = SessionStore(home / "sessions.db")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "hello")
+        for name, build in _dialogs(app, store).items():
+            dialog = build()
+            app.push_screen(dialog)
+            await wait_until(pilot, lambda dialog=dialog: app.screen is dialog and bool(dialog.query(FooterKey)))
+            await pilot.pause()
+            footer = dialog.query_one(Footer)
+            assert footer.region.y == app.size.height - 1, name  # the bottom row: the chat's footer is covered
+            shown = {key.key for key in footer.query(FooterKey)}
+            working = {key for key, active in dialog.active_bindings.items() if active.enabled}
+            assert shown and shown <= working, (name, shown - working)
+            # Each one the dialog's own (or a widget's in it), none of the chat's or the app's behind it.
+            owners = {key: dialog.active_bindings[key].node for key in shown}
+            assert all(node is dialog or dialog in node.ancestors for node in owners.values()), (name, owners)
+            dialog.dismiss(None)
+            await wait_until(pilot, lambda dialog=dialog: app.screen is not dialog)

@@ -28,6 +28,7 @@ from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
 from ...providers.ollama import OLLAMA, not_pulled
 from ...text.inert import inert
+from ..widgets.footer import dialog_footer
 
 MODEL_OPTION = "ollama-model:"  # option ids of Ollama's models; a preset's option id is its name
 
@@ -56,6 +57,7 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
             yield Static(
                 Content.assemble(("Enter", "bold"), " switch · ", ("Esc", "bold"), " close"), classes="modal-hint"
             )
+        yield dialog_footer()
 
     def _options(self) -> list[Option | None]:
         states = list(self.states.values())
