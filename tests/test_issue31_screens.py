@@ -189,6 +189,7 @@ async def test_an_older_replys_footer_keeps_its_version_whole_at_120_columns(hom
 
 # --------------------------------------------------------------------------- a dialog's footer
 
+
 def _dialogs(app, store):
     """Every dialog the chat opens, built as the chat builds it."""
     from moa_chat.tools.approval import ApprovalRequest
