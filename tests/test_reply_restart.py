@@ -54,8 +54,13 @@ def shown(reply: AssistantReply) -> dict[str, object]:
         "text": reply.text,
         "markdown": [widget.source for widget in reply.query(ReplyMarkdown)],
         "warnings": [str(widget.render()) for widget in reply.query(".reply-warning").results(Static)],
-        "meta": str(reply.query_one(ReplyMeta).render()),
+        "meta": footer(reply.query_one(ReplyMeta)),
     }
+
+
+def footer(meta: ReplyMeta) -> str:
+    """The footer's line whole, as a column wide enough shows it."""
+    return " · ".join(filter(None, [meta.facts.plain, meta.version]))
 
 
 async def test_a_cut_off_reply_is_asked_again_and_kept_as_the_earlier_version(home, llm_server):
