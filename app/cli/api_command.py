@@ -104,10 +104,9 @@ async def _serve(server: ApiServer, host: str, port: int, token: Token) -> int:
 def _announce(server: ApiServer, base_url: str, token: Token) -> None:
     catalog = server.catalog
     names = [f"{name} (default)" if name == catalog.default else name for name in catalog.served]
-    lines = [
-        f"moa-chat api: serving on {base_url} (Ctrl+C stops)",
-        f"  models: {', '.join(names)}",
-    ]
+    # The address comes last: once it is printed, the server answers (a script may wait for that line).
+    lines = ["moa-chat api: the presets as OpenAI-compatible models", f"  models: {', '.join(names)}"]
+    lines += [f"  left out: {name} ({why})" for name, why in catalog.left_out.items()]
     if token.generated:
         lines.append(f"  API key (shown this once, kept in {token.source}, mode 0600): {token.value}")
     elif token.source.startswith("$"):
@@ -115,6 +114,5 @@ def _announce(server: ApiServer, base_url: str, token: Token) -> None:
     else:
         lines.append(f"  API key: kept in {token.source} (mode 0600)")
     lines.append("  authenticate with the header  Authorization: Bearer <API key>")
-    for name, why in catalog.left_out.items():
-        lines.append(f"  left out: {name} ({why})")
+    lines.append(f"moa-chat api: serving on {base_url} (Ctrl+C stops)")
     print("\n".join(lines), flush=True)
