@@ -233,3 +233,39 @@ def test_llm_cli_uses_the_endpoint(api, tmp_path):
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "ok from agg"
+
+
+def test_save_keeps_each_conversation_as_one_session(home, llm_server):
+    from moa_chat.store import SessionStore
+
+    configure(home, llm_server)
+    llm_server.script("agg", [Reply(tool_calls=[ScriptedToolCall("look", "{}", id="c1")]), Reply(text="found it")])
+    api = start_api(home, "--save")
+    try:
+        sdk = client(api)
+        tools = [{"type": "function", "function": {"name": "look", "parameters": {"type": "object"}}}]
+        first = sdk.chat.completions.create(model="wire", messages=QUESTION, tools=tools)
+        call = first.choices[0].message.tool_calls[0].model_dump(exclude_none=True)
+        messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]}]
+        messages.append({"role": "tool", "tool_call_id": "c1", "content": "the list"})
+        second = sdk.chat.completions.create(model="wire", messages=messages, tools=tools)
+        messages += [{"role": "assistant", "content": second.choices[0].message.content}]
+        messages += [{"role": "user", "content": "And sort it?"}]
+        sdk.chat.completions.create(model="wire", messages=messages, tools=tools)  # stored before it is answered
+    finally:
+        api.stop()
+    store = SessionStore()
+    [session] = store.sessions()
+    assert session.title.startswith("How do I reverse a list?") and session.preset == "wire"
+    path = [(m.role, m.content) for m in store.path(session.id)]
+    assert path == [
+        ("user", "How do I reverse a list?"),
+        ("assistant", ""),
+        ("tool", "the list"),
+        ("assistant", "found it"),
+        ("user", "And sort it?"),
+        ("assistant", "found it"),
+    ]
+    turns = store.turns(session.id)
+    assert [t.status for t in turns] == ["ok", "ok", "ok"]
+    assert sum(len(t.calls) for t in turns) == 4 + 1 + 4  # the tool round reused the panel

@@ -30,6 +30,7 @@ from ..llm.errors import redact
 from .auth import authorized, origin_refusal
 from .catalog import Catalog
 from .guidance_cache import GuidanceCache
+from .saving import ConversationSaver, saving
 from .turn import Failure, Outcome, SinkKind, provider_secrets, run_turn
 from .wire import ApiError, ChunkWriter, CompletionRequest, completion, parse_request, tool_call_parts
 
@@ -48,6 +49,7 @@ class Settings:
     max_body: int = MAX_BODY
     max_turns: int = MAX_TURNS
     progress: bool = False  # the panel's progress as reasoning_content, unless a request says otherwise
+    saver: ConversationSaver | None = None  # --save: each conversation kept as a stored session
 
 
 @dataclass
@@ -192,9 +194,10 @@ class ApiServer:
                 loop.call_soon_threadsafe(live.queue.put_nowait, (kind, value))
 
         progress = parsed.progress if parsed.progress is not None else self.settings.progress
+        saver = self.settings.saver
         run_turn(
             self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
-            call=self.call,
+            call=self.call, on_end=saving(saver, preset, parsed.messages) if saver is not None else None,
         )  # fmt: skip
         try:
             if parsed.stream:

@@ -17,6 +17,7 @@ from typing import Literal
 
 from ..config import Config, ConfigError, Preset
 from ..engine import (
+    AggregatorFinished,
     AggregatorStarted,
     Cancelled,
     CancelToken,
@@ -27,6 +28,7 @@ from ..engine import (
     ReplyDelta,
     threads,
 )
+from ..engine.clock import monotonic
 from ..engine.guidance import continues_after_user
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, ChatRequest, LLMCallError, StreamAssembler, TimedOut, call_llm_request, describe_error
@@ -34,11 +36,15 @@ from ..llm.errors import redact
 from ..llm.messages import Message
 from ..llm.stream import ToolCall
 from ..session.ledger import UsageLedger
+from ..store import StoredCall
 from .guidance_cache import GuidanceCache, turn_hash
 from .wire import ApiError, CompletionRequest
 
 SinkKind = Literal["delta", "progress", "done", "failed"]
 Sink = Callable[[SinkKind, object], None]
+# Told of every turn's end on the turn's thread before the client hears of it: `--save` stores it, so a turn
+# answered is a turn stored.
+OnEnd = Callable[["Outcome | Failure"], None]
 _ROLE_WORDS = {"moa_aggregator": "the aggregator", "moa_reference": "a reference"}
 
 
@@ -51,6 +57,8 @@ class Outcome:
     finish_reason: str
     ledger: UsageLedger
     guidance_reused: bool
+    calls: tuple[StoredCall, ...] = ()  # every call with its answer, for the store
+    seconds: float = 0.0
 
     def usage(self) -> dict[str, object]:
         return dict(self.ledger.usage().as_dict())
@@ -66,6 +74,8 @@ class Failure:
 
     error: ApiError
     ledger: UsageLedger
+    calls: tuple[StoredCall, ...] = ()
+    seconds: float = 0.0
 
 
 class _CachingEngine(MoAEngine):
@@ -122,11 +132,17 @@ def run_turn(
     cache: GuidanceCache,
     progress: bool,
     call: CallLLM = call_llm_request,
+    on_end: OnEnd | None = None,
 ) -> None:
     """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed."""
-    threads.KEPT.start(
-        lambda: _run(config, preset, request, sink, cancel, cache, progress, call), f"moa-api-{preset.name}"
-    )
+
+    def work() -> None:
+        end = _run(config, preset, request, sink, cancel, cache, progress, call)
+        if on_end is not None:
+            on_end(end)
+        sink("done" if isinstance(end, Outcome) else "failed", end)
+
+    threads.KEPT.start(work, f"moa-api-{preset.name}")
 
 
 def _run(
@@ -138,11 +154,17 @@ def _run(
     cache: GuidanceCache,
     progress: bool,
     call: CallLLM,
-) -> None:
+) -> Outcome | Failure:
+    began = monotonic()
     ledger = UsageLedger()
+    calls: list[StoredCall] = []
 
     def observe(event: EngineEvent) -> None:
         ledger.observe(event)
+        if isinstance(event, ReferenceFinished):
+            calls.append(StoredCall(event.record, event.text))
+        elif isinstance(event, AggregatorFinished):
+            calls.append(StoredCall(event.record))
         if isinstance(event, ReplyDelta):
             sink("delta", event.text)
         elif progress and (line := progress_line(event)) is not None:
@@ -157,13 +179,12 @@ def _run(
     try:
         engine.aggregate(request.messages, request.tools, reply)
     except Cancelled:
-        sink("failed", Failure(ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled"), ledger))
-        return
+        cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
+        return Failure(cancelled, ledger, tuple(calls), monotonic() - began)
     except Exception as exc:
-        sink("failed", Failure(upstream_error(exc, provider_secrets(config)), ledger))
-        return
-    outcome = Outcome(reply.text, reply.tool_calls(), reply.finish_reason or "stop", ledger, engine.reused)
-    sink("done", outcome)
+        return Failure(upstream_error(exc, provider_secrets(config)), ledger, tuple(calls), monotonic() - began)
+    finish = reply.finish_reason or "stop"
+    return Outcome(reply.text, reply.tool_calls(), finish, ledger, engine.reused, tuple(calls), monotonic() - began)
 
 
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config
 from .exit_codes import EXIT_OK, EXIT_USAGE
-from .serve import DEFAULT_HOST, _port, public_url, warning_for
+from .serve import DEFAULT_HOST, _port, is_loopback, public_url
 
 if TYPE_CHECKING:
     from ..api.auth import Token
@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stream the panel's progress as reasoning_content before the reply (a request's moa_progress wins)",
     )
+    parser.add_argument(
+        "--save", action="store_true", help="keep each API conversation as a stored session (see `moa-chat sessions`)"
+    )
     parser.add_argument("--max-turns", type=int, default=None, metavar="N", help="turns in flight at once (16)")
 
 
@@ -60,10 +63,18 @@ def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
     settings = Settings(
         token=token.value, cors=args.cors, progress=args.progress, max_turns=args.max_turns or MAX_TURNS
     )
+    if args.save:
+        from ..api.saving import ConversationSaver
+        from ..store import SessionStore
+
+        settings.saver = ConversationSaver(SessionStore())
     server = ApiServer(config, catalog, settings)
-    if warning := warning_for(args.host):
-        print(warning.replace("the chat, with tools that read and write files and run commands here", "the panel")
-              .replace("There is no password", "A token is required"), file=sys.stderr)  # fmt: skip
+    if not is_loopback(args.host):
+        print(
+            f"moa-chat: warning: serving the API on {args.host}, not this machine alone: whoever reaches this port "
+            "and has the token spends your provider keys. Prefer the default (127.0.0.1) with an SSH tunnel.",
+            file=sys.stderr,
+        )
     return asyncio.run(_serve(server, args.host, args.port, token))
 
 
