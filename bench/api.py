@@ -79,7 +79,7 @@ def serve() -> None:
                 return True
         return False
 
-    # 200 upstream requests arrive at once under load: a listen backlog of 5 (socketserver's) makes the kernel
+    # 100 upstream requests arrive at once under load: a listen backlog of 5 (socketserver's) makes the kernel
     # reset some of them, a fault of this fake server, not of what is measured.
     loopback_server._QuietServer.request_queue_size = 1024
     loopback_server._Handler._stream = timed_stream  # type: ignore[method-assign]

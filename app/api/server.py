@@ -280,11 +280,17 @@ class ApiServer:
                     ended = True
                 if ended:
                     break
-            if response is None:
-                response = await self._open(request, writer)
-            await response.write(b"".join(out))
-            if ended:
-                await response.write_eof()
+            try:
+                if response is None:
+                    response = await self._open(request, writer)
+                await response.write(b"".join(out))
+                if ended:
+                    await response.write_eof()
+                    return response
+            except ConnectionResetError:  # the client left between two writes: its turn ends (finally, below)
+                note.ended = "client left"
+                if response is None:
+                    raise
                 return response
 
     async def _open(self, request: web.Request, writer: ChunkWriter) -> web.StreamResponse:

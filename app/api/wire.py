@@ -176,6 +176,8 @@ def _messages(value: object) -> list[Message]:
         if role == "tool" and not isinstance(message.get("tool_call_id"), str):
             raise bad_type(f"{where}.tool_call_id", "a string (the id of the call it answers)")
         kept = {key: message[key] for key in _MESSAGE_KEYS if message.get(key) is not None}
+        if role == "developer":  # OpenAI's newer name for it; most compatible servers know only "system"
+            kept["role"] = "system"
         if "content" not in kept and role != "assistant":
             kept["content"] = ""
         messages.append(cast(Message, kept))
