@@ -12,12 +12,18 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import openai
+from conftest import write_config
+from scripted_server import ScriptedServer
+
 TOKEN = "moa-test-token-0123456789"
+QUESTION = [{"role": "user", "content": "How do I reverse a list?"}]
 WAIT = 60.0  # seconds: a loaded 2-core machine starts the process and imports the SDK slowly
 
 
@@ -128,3 +134,11 @@ def start_api(home: Path, *args: str, env: dict[str, str] | None = None, token: 
         if match := re.search(r"serving on (http://\S+/v1)", line):
             break
     return ApiProcess(proc, match.group(1), banner, lines, token or "")
+
+
+def configure(home: Path, llm_server: ScriptedServer, extra: str = "") -> None:
+    write_config(home, WIRE_PRESETS.format(base_url=llm_server.base_url, extra=textwrap.dedent(extra)))
+
+
+def client(api: ApiProcess, **kwargs: object) -> openai.OpenAI:
+    return openai.OpenAI(base_url=api.base_url, api_key=api.token, max_retries=0, **kwargs)  # type: ignore[arg-type]

@@ -8,22 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-from api_helpers import TOKEN, WIRE_PRESETS, ApiProcess, start_api
-from conftest import write_config
+from api_helpers import QUESTION, TOKEN, ApiProcess, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from scripted_server import ScriptedServer
-
-QUESTION = [{"role": "user", "content": "How do I reverse a list?"}]
-
-
-def configure(home: Path, llm_server: ScriptedServer, extra: str = "") -> None:
-    write_config(home, WIRE_PRESETS.format(base_url=llm_server.base_url, extra=textwrap.dedent(extra)))
 
 
 @pytest.fixture
@@ -32,10 +24,6 @@ def api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
     server = start_api(home)
     yield server
     server.stop()
-
-
-def client(api: ApiProcess, **kwargs: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=api.base_url, api_key=api.token, max_retries=0, **kwargs)  # type: ignore[arg-type]
 
 
 def test_start_up_names_models_key_and_presets_left_out(api):

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import openai
 import pytest
-from api_helpers import ApiProcess, start_api
+from api_helpers import QUESTION, ApiProcess, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply
 from scripted_server import ScriptedServer
-from test_api import QUESTION, client, configure
 
 WAIT = 30.0
 
