@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
-from ..engine import CancelToken, ReferenceFinished, clock
+from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, clock
 from ..engine.cost import estimate_turn
 from ..engine.events import emit
 from ..llm import CallLLM, call_llm_request, describe_error
@@ -61,6 +61,8 @@ class ChatSession:
         # A front end that can show a fresh reply after a cut-off one (ReplyRestarted) sets this: the
         # aggregator is then asked once more when its reply is cut off after text arrived.
         self.restart_cut_reply = False
+        # `layers: auto`: reads a reference's final answer (an eval task's checker), so agreement needs no judge.
+        self.answer_extractor: AnswerExtractor | None = None
         self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         environment = tool_environment(config)
@@ -209,7 +211,7 @@ class ChatSession:
             asked = [t for t in self.store.turns(self.id) if t.user_message_id == last.id and t.references]
             if not asked:
                 raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
-            references = tuple(ReferenceFinished(c.record, c.text) for c in asked[-1].references)
+            references = tuple(ReferenceFinished(c.record, c.text, c.reasoning) for c in asked[-1].references)
         self.messages = self.messages[: self._last_user_index() + 1]
         kind = "regenerate" if aggregator_only else "reask"
         return self._turn(kind, observer, cancel, user_id=last.id, references=references)
@@ -293,6 +295,7 @@ class ChatSession:
                     references=references,
                     system_prompt=self.system_prompt,
                     restart_cut_reply=self.restart_cut_reply,
+                    answer_extractor=self.answer_extractor,
                     solo=solo,
                     tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
                 )
