@@ -257,3 +257,14 @@ def test_save_keeps_each_conversation_as_one_session(home, llm_server):
     turns = store.turns(session.id)
     assert [t.status for t in turns] == ["ok", "ok", "ok"]
     assert sum(len(t.calls) for t in turns) == 4 + 1 + 4  # the tool round reused the panel
+
+
+def test_a_reasoning_aggregators_thinking_streams_as_reasoning_content(api, llm_server):
+    llm_server.script("agg", Reply(text="the answer", reasoning="first I think, then I answer"))
+    chunks = list(client(api).chat.completions.create(model="wire", messages=QUESTION, stream=True))
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    thinking = "".join((d.model_extra or {}).get("reasoning_content") or "" for d in deltas)
+    assert thinking == "first I think, then I answer"
+    assert "".join(d.content or "" for d in deltas) == "the answer"
+    whole = client(api).chat.completions.create(model="wire", messages=QUESTION)
+    assert whole.choices[0].message.content == "the answer"  # the thinking is never part of the reply

@@ -262,7 +262,7 @@ class ApiServer:
             for kind, value in items:
                 if kind == "delta":
                     out.append(writer.chunk({"content": value}))
-                elif kind == "progress":
+                elif kind in ("progress", "reasoning"):
                     out.append(writer.chunk({"reasoning_content": value}))
                 elif kind == "done":
                     assert isinstance(value, Outcome)

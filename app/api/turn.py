@@ -19,10 +19,12 @@ from ..config import Config, ConfigError, Preset
 from ..engine import (
     AggregatorFinished,
     AggregatorStarted,
+    AgreementChecked,
     Cancelled,
     CancelToken,
     EngineEvent,
     MoAEngine,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceStarted,
     ReplyDelta,
@@ -40,7 +42,7 @@ from ..store import StoredCall
 from .guidance_cache import GuidanceCache, turn_hash
 from .wire import ApiError, CompletionRequest
 
-SinkKind = Literal["delta", "progress", "done", "failed"]
+SinkKind = Literal["delta", "reasoning", "progress", "done", "failed"]
 Sink = Callable[[SinkKind, object], None]
 # Told of every turn's end on the turn's thread before the client hears of it: `--save` stores it, so a turn
 # answered is a turn stored.
@@ -161,12 +163,15 @@ def _run(
 
     def observe(event: EngineEvent) -> None:
         ledger.observe(event)
-        if isinstance(event, ReferenceFinished):
-            calls.append(StoredCall(event.record, event.text))
+        if isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
+            reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
+            calls.append(StoredCall(event.record, event.text, reasoning))  # a `layers: auto` judge's call too
         elif isinstance(event, AggregatorFinished):
-            calls.append(StoredCall(event.record))
+            calls.append(StoredCall(event.record, reasoning=event.reasoning))
         if isinstance(event, ReplyDelta):
             sink("delta", event.text)
+        elif isinstance(event, ReasoningDelta) and event.role == "aggregator":
+            sink("reasoning", event.text)  # a reasoning aggregator's thinking, as such servers stream it
         elif progress and (line := progress_line(event)) is not None:
             sink("progress", line)
 
