@@ -267,3 +267,10 @@ def test_progress_streams_as_reasoning_content_before_the_reply(api, llm_server)
     first_text = next(n for n, (kind, _) in enumerate(kinds) if kind == "text")
     assert all(kind == "progress" for kind, _ in kinds[:first_text])
     assert "".join(text for kind, text in kinds if kind == "text") == "ok from agg"
+
+
+def test_a_model_name_with_escapes_and_line_breaks_stays_one_inert_log_line(api):
+    with pytest.raises(openai.NotFoundError):
+        client(api).chat.completions.create(model="evil\x1b[2J\nFAKE 200 line", messages=QUESTION)
+    line = api.log_line("POST /v1/chat/completions")
+    assert "\x1b" not in line and "404" in line and "FAKE 200 line" in line  # the same line, not a new one

@@ -27,6 +27,7 @@ from ..engine import CancelToken, threads
 from ..engine.clock import monotonic
 from ..llm import CallLLM, call_llm_request
 from ..llm.errors import redact
+from ..text.inert import inert
 from .auth import authorized, origin_refusal
 from .catalog import Catalog
 from .guidance_cache import GuidanceCache
@@ -68,6 +69,7 @@ class _Live:
 
     queue: asyncio.Queue[tuple[SinkKind, object]] = field(default_factory=asyncio.Queue)
     cancel: CancelToken = field(default_factory=CancelToken)
+    ended: bool = False  # its thread reported the end: nothing left upstream to close
 
 
 class ApiServer:
@@ -155,7 +157,8 @@ class ApiServer:
         parts += [tokens, note.cost or "-"]
         if note.ended:
             parts.append(f"({note.ended})")
-        line = redact(" ".join(parts), self.secrets)
+        # A client's model name may hold escapes or line breaks: one line, made inert.
+        line = inert(redact(" ".join(parts), self.secrets).replace("\n", "\\n"))
         with contextlib.suppress(OSError, ValueError):  # nobody reads the log any more; the server goes on
             print(line, file=self.out, flush=True)
 
@@ -206,7 +209,7 @@ class ApiServer:
         finally:
             # Ended, or the client left (the handler is cancelled): close what still streams upstream, off
             # the loop, since closing a stream can block.
-            if not live.cancel.cancelled:
+            if not live.ended:
                 threads.KEPT.start(live.cancel.cancel, "moa-api-cancel")
             self._end(live)
 
@@ -227,6 +230,7 @@ class ApiServer:
     ) -> web.StreamResponse:
         while True:
             kind, value = await live.queue.get()
+            live.ended = kind in ("done", "failed")
             if kind == "done":
                 assert isinstance(value, Outcome)
                 self._account(note, value)
@@ -260,6 +264,7 @@ class ApiServer:
             out: list[bytes] = []
             ended = False
             for kind, value in items:
+                live.ended = kind in ("done", "failed")
                 if kind == "delta":
                     out.append(writer.chunk({"content": value}))
                 elif kind in ("progress", "reasoning"):
