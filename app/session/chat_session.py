@@ -30,7 +30,7 @@ from ..store import SessionStore, StoredMessage, StoreError
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
-from .history import Exchange, exchanges
+from .history import Exchange, exchanges, for_models
 from .ledger import UsageLedger
 from .privacy_filter import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
@@ -149,7 +149,7 @@ class ChatSession:
         limit = self.preset.max_cost_per_turn
         if limit is None:
             return None
-        messages = [*self.messages, user(text)]
+        messages = for_models([*self.messages, user(text)])
         estimate = estimate_turn(self.config, self.preset, messages, solo=solo)
         if estimate.dollars <= limit:
             return None
@@ -299,7 +299,7 @@ class ChatSession:
                     solo=solo,
                     tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
                 )
-                result = turn.run(list(self.messages))
+                result = turn.run(for_models(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",

@@ -195,10 +195,29 @@ class PanelAnswer:
 
 
 class ReplyMeta(Static):
-    """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers."""
+    """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers.
+
+    The version ("version 1/2") is never cut: it is what F9 and F10 step through. When the line is too long
+    for the column, the facts before it give way, from their end, with an ellipsis."""
 
     class Clicked(Message):
         pass
+
+    def __init__(self, facts: Content, version: str, *, classes: str) -> None:
+        super().__init__(classes=classes)
+        self.facts, self.version = facts, version
+
+    def show(self, facts: Content, version: str) -> None:
+        self.facts, self.version = facts, version
+        self.refresh()
+
+    def render(self) -> Content:
+        if not self.version:
+            return self.facts
+        tail = Content(f" · {self.version}")
+        room = self.size.width - tail.cell_length
+        facts = self.facts if self.facts.cell_length <= room else self.facts.truncate(max(room, 1), ellipsis=True)
+        return Content.assemble(facts, tail)
 
     def on_click(self) -> None:
         self.post_message(self.Clicked())
@@ -382,18 +401,18 @@ class AssistantReply(Vertical):
         if status in ("cancelled", "failed", "interrupted", "cut_off"):
             facts.insert(0, status.replace("_", " "))
         self._facts = facts
-        widgets.append(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
+        widgets.append(ReplyMeta(*self._meta(), classes=f"reply-meta -{status}"))
         return widgets
 
-    def _meta(self) -> Content:
+    def _meta(self) -> tuple[Content, str]:
+        """The footer's facts, and its version ("" for an exchange with one)."""
         which, count = self.version
-        facts = [*self._facts, f"version {which}/{count}"] if count > 1 else self._facts
-        return Content(" · ".join(facts))
+        return Content(" · ".join(self._facts)), f"version {which}/{count}" if count > 1 else ""
 
     def show_version(self, which: int, count: int) -> None:
         self.version = (which, count)
         for meta in self.query(ReplyMeta):
-            meta.update(self._meta())
+            meta.show(*self._meta())
 
     def on_reply_meta_clicked(self, event: ReplyMeta.Clicked) -> None:
         event.stop()
