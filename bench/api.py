@@ -69,9 +69,11 @@ def serve() -> None:
             with lock:
                 print(json.dumps(line), flush=True)
 
-    def quick_wait(handler: Any, seconds: float, record: Any) -> bool:
+    def quick_wait(handler: Any, seconds: float, record: Any, resume: threading.Event | None = None) -> bool:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
+            if resume is not None and resume.is_set():
+                return False
             if handler.owner._stopping.wait(0.001):
                 return True
             if handler._client_gone():
