@@ -19,6 +19,7 @@ from .. import __version__
 from ..config import Config, ConfigError, Preset, load_config
 from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
+from .eval_command import add_arguments as add_eval_arguments
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", parents=[common], help="check the config, keys, endpoints, the local model and the data folder"
     )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
+    add_eval_arguments(sub.add_parser("eval", help="measure presets against their own members and baselines on tasks"))
     return parser
 
 
@@ -134,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         gc.enable()
     if args.command == "doctor":
         return _doctor(args.config)
+    if args.command == "eval":
+        from .eval_command import run_eval
+
+        return run_eval(args)
     if args.command in ("sessions", "export"):
         # The store alone: a config with a typo never locks anyone out of what was said.
         return _stored_sessions(args)
