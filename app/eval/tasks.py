@@ -137,7 +137,10 @@ def _jsonl(text: str, path: Path) -> list[tuple[object, int]]:
 
 
 def _yaml(text: str, path: Path) -> list[tuple[object, int]]:
-    data = parse_yaml(text, path)
+    try:
+        data = parse_yaml(text, path)
+    except ConfigError as exc:
+        raise TaskFileError(exc.message, path=path, line=exc.line) from exc
     if isinstance(data, dict) and "tasks" in data:
         data = data["tasks"]
     if not isinstance(data, list):
@@ -166,7 +169,7 @@ def parse_task(raw: object, *, path: Path | str, line: int, number: int) -> Task
     if not isinstance(prompt, str) or not prompt.strip():
         raise TaskFileError("prompt: every task needs a prompt (text)", path=path, line=where("prompt"))
     task_id = str(raw.get("id", number))
-    checks = [key for key in CHECK_KEYS if key in raw]
+    checks = [key for key in raw if key in CHECK_KEYS]  # in file order: the second is the one to blame
     if len(checks) > 1:
         raise fail(checks[1], f"a task takes one check; this one has {' and '.join(checks)}")
     check = _check(raw, checks[0] if checks else None, fail)
