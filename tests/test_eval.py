@@ -264,3 +264,31 @@ def test_limiter_acquire_gives_up_when_stopped() -> None:
     assert limiter.acquire({"p", "q"}, stop)
     stop.set()
     assert not limiter.acquire({"q"}, stop)
+
+
+# ------------------------------------------------------------------ the progress bar
+
+
+def test_progress_bar_line_and_quiet_off_a_terminal() -> None:
+    import io
+
+    from moa_chat.eval.progress import ProgressBar, bar_line
+    from moa_chat.eval.runner import Snapshot
+
+    snapshot = Snapshot(total=40, done=10, failed=1, requeued=2, cost=0.0123, started=100.0)
+    line = bar_line(snapshot, now=110.0)
+    assert line == "answers [######------------------] 10/40 · 1 failed · 2 requeued (429) · 1.0/s · ETA 30s · $0.012"
+    err = io.StringIO()
+    ProgressBar(err, enabled=False)(snapshot)
+    assert err.getvalue() == ""
+    bar = ProgressBar(err, enabled=True)
+    bar(snapshot)
+    bar.end()
+    assert err.getvalue().startswith("\ranswers [") and err.getvalue().endswith("\n")
+
+
+def test_a_task_supplies_its_answer_extractor() -> None:
+    tasks = load_tasks("arithmetic").tasks
+    extract = tasks[0].extractor
+    assert extract is not None and extract("so it is 66.\nAnswer: 66") == "66"
+    assert load_tasks("open_ended").tasks[0].extractor is None

@@ -325,6 +325,9 @@ def test_a_tiny_eval_on_the_demo_preset(home: Path, capsys: pytest.CaptureFixtur
     assert "accuracy against cost per task" in out
     runs = EvalRunStore().runs()
     assert len(runs) == 1 and runs[0].status == "done"
+    assert main(["eval", "--runs"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith(runs[0].id) and "done" in listed and "6 results" in listed  # 3 tasks × (demo, demo solo)
 
 
 def test_resume_after_kill_9_does_nothing_twice(home: Path, llm_server: ScriptedServer, tmp_path: Path) -> None:

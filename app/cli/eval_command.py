@@ -62,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report", metavar="DIR", type=Path, help="the report folder (default: evals/RUN in the data folder)"
     )
     parser.add_argument("--resume", metavar="RUN", help="continue a run (its id, the start of one, or `last`)")
+    parser.add_argument("--runs", action="store_true", help="list the stored eval runs, newest first")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -126,7 +127,23 @@ def _against(spec: dict[str, Any], systems: list[System]) -> str | None:
     return members[0] if members else None
 
 
+def _list_runs() -> int:
+    import time
+
+    from ..store.eval_runs import EvalRunStore
+
+    store = EvalRunStore()
+    for run in store.runs():
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created))
+        kept = len(store.results(run.id, "answer"))
+        presets = ", ".join(run.spec.get("presets") or [])
+        print(f"{run.id}  {when}  {run.status:<11}  {kept:>5} results  {run.spec.get('tasks')} × {presets}")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.runs:
+        return _list_runs()
     from ..config import load_config
     from ..config.paths import data_home
     from ..config.pricing import format_cost

@@ -226,9 +226,11 @@ class EvalRunner:
     def _turn(self, preset: Preset, content: str, solo: bool, limited: threading.Event) -> TurnResult:
         call = self.limiter.wrap(self._call, self.stop, limited.set)
         session = ChatSession(self.config, preset, call=call, servers=self._servers)
+        token = self.cancel.child()
         try:
-            return session.send(content, cancel=self.cancel.child(), solo=solo)
+            return session.send(content, cancel=token, solo=solo)
         finally:
+            token.release()  # the run's token keeps no finished turn (and what it holds) alive
             session.close()
 
     def _keep_answer(self, job: _Job, record: dict[str, Any]) -> None:

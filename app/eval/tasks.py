@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -55,6 +56,12 @@ class Task:
     @property
     def judged(self) -> bool:
         return self.check is None
+
+    @property
+    def extractor(self) -> Callable[[str], str | None] | None:
+        """What pulls this task's answer out of a reply: an adaptive panel (`layers: auto`) compares the
+        references' extracted answers to see whether they already agree. None for a judged task."""
+        return self.check.extract if self.check is not None else None
 
     def text(self) -> str:
         """The prompt as sent: a multiple-choice task's options lettered after it."""
