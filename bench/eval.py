@@ -116,9 +116,9 @@ def main() -> int:
     runner = EvalRunner(
         config, tasks, systems, concurrency=args.concurrency, store=store, run_id=run_id, on_progress=progress
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     runner.run()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     turns = len(tasks) * len(systems)
     limit = turns * (REFERENCE + AGGREGATOR) / args.concurrency
     summary = summarise(tasks, systems, runner.answers, runner.verdicts)
@@ -131,6 +131,7 @@ def main() -> int:
         f"  failed {failed} · accuracy "
         + ", ".join(f"{r.name} {r.quality:.0%}" for r in summary.results if r.quality is not None)
     )
+    print(f"  CPU {cpu:.2f} s in this process ({1000 * cpu / turns:.1f} ms a turn)")
     seconds = sorted(float(r["seconds"]) for r in runner.answers.values())
     print(
         f"  a turn's own time: median {seconds[len(seconds) // 2]:.3f} s, p90 {seconds[int(len(seconds) * 0.9)]:.3f} s"
