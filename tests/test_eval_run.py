@@ -371,3 +371,40 @@ def test_resume_after_kill_9_does_nothing_twice(home: Path, llm_server: Scripted
     store = EvalRunStore()
     run = store.run("last")
     assert run.status == "done" and len(store.results(run.id, "answer")) == 6
+
+
+def test_ctrl_c_cancels_the_turns_in_flight_and_says_how_to_resume(
+    home: Path, llm_server: ScriptedServer, tmp_path: Path
+) -> None:
+    write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra=""))
+    tasks = _arithmetic(tmp_path, 4)
+    stalled = threading.Event()
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if _asked(body) == 1:
+            stalled.set()
+            return Reply(text="never sent", delay=60)
+        return Reply(text=f"Answer: {(_asked(body) or 0) + 1}")
+
+    for model in ("ref-a", "ref-b", "ref-c", "agg"):
+        llm_server.script(model, answer)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "eval", str(tasks), "--preset", "wire", "--concurrency", "1", "-q"],
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert stalled.wait(60)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    run = EvalRunStore().run("last")
+    assert run.status == "interrupted"
+    assert f"moa-chat eval --resume {run.id}" in err
+    assert sorted(key[0] for key in EvalRunStore().results(run.id, "answer")) == ["t0"]  # the cancelled one is not kept
+    assert "wire" in out  # the table of what finished

@@ -12,7 +12,7 @@ import re
 import string
 import unicodedata
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 LETTERS = string.ascii_uppercase
 
@@ -58,7 +58,7 @@ class Expected:
     """The reply, or its final statement, equals `value` once both are normalised."""
 
     value: str
-    kind: str = "expected"
+    kind: ClassVar[str] = "expected"
 
     def extract(self, answer: str) -> str | None:
         if normalise(answer) == normalise(self.value):
@@ -78,7 +78,7 @@ class Regex:
     """The reply matches `pattern` somewhere (re.search, case-sensitive unless the pattern says (?i))."""
 
     pattern: str
-    kind: str = "regex"
+    kind: ClassVar[str] = "regex"
 
     def extract(self, answer: str) -> str | None:
         match = re.search(self.pattern, answer)
@@ -96,7 +96,7 @@ class Contains:
     """The reply contains every one of `values`, compared normalised."""
 
     values: tuple[str, ...]
-    kind: str = "contains"
+    kind: ClassVar[str] = "contains"
 
     def extract(self, answer: str) -> str | None:
         text = normalise(answer)
@@ -117,7 +117,7 @@ class Choice:
 
     choices: tuple[str, ...]
     answer: str  # a letter (A, B, ...)
-    kind: str = "choice"
+    kind: ClassVar[str] = "choice"
 
     @property
     def letters(self) -> str:
@@ -188,7 +188,7 @@ class Number:
 
     value: float
     tolerance: float = 1e-6
-    kind: str = "number"
+    kind: ClassVar[str] = "number"
 
     def extract(self, answer: str) -> str | None:
         number = extract_number(answer)
