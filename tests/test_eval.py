@@ -292,3 +292,18 @@ def test_a_task_supplies_its_answer_extractor() -> None:
     extract = tasks[0].extractor
     assert extract is not None and extract("so it is 66.\nAnswer: 66") == "66"
     assert load_tasks("open_ended").tasks[0].extractor is None
+
+
+def test_a_provider_that_serves_one_request_at_a_time_gets_one_turn_at_a_time() -> None:
+    from moa_chat.config import load_config
+    from moa_chat.eval.runner import one_at_a_time, systems_for
+
+    config = load_config()
+    systems = systems_for(config, [config.preset("local"), config.preset("demo")], solo=False, baselines=[])
+    assert one_at_a_time(systems) == {"local": 1}  # the local preset's max_workers: 1
+    limiter = ProviderLimiter(16, ceilings=one_at_a_time(systems))
+    stop = threading.Event()
+    assert limiter.cap("local") == 1 and limiter.cap("demo") == 16
+    assert limiter.acquire({"local"}, stop)
+    stop.set()
+    assert not limiter.acquire({"local"}, stop)  # the one slot is taken

@@ -23,6 +23,7 @@ from moa_chat.eval.results import summarise
 from moa_chat.eval.runner import EvalRunner, systems_for
 from moa_chat.eval.tasks import load_tasks
 from moa_chat.llm.messages import user
+from moa_chat.providers.local import INSTALL_HINT, extra_installed
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.store.eval_runs import EvalRunStore
 from scripted_server import ScriptedServer
@@ -408,3 +409,20 @@ def test_ctrl_c_cancels_the_turns_in_flight_and_says_how_to_resume(
     assert f"moa-chat eval --resume {run.id}" in err
     assert sorted(key[0] for key in EvalRunStore().results(run.id, "answer")) == ["t0"]  # the cancelled one is not kept
     assert "wire" in out  # the table of what finished
+
+
+@pytest.mark.skipif(not extra_installed(), reason=f"the local extra is not installed: {INSTALL_HINT}")
+def test_a_tiny_eval_on_the_local_model(home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "moa_chat", "eval", "arithmetic", "--preset", "local", "--limit", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ),
+    )
+    assert result.returncode == 0, result.stderr
+    systems = {s["name"]: s for s in json.loads(result.stdout)["systems"]}
+    # SmolLM2-135M rarely gets a sum right: what is checked is that every seat answered and was scored.
+    assert set(systems) == {"local", "local/local:smollm2#1", "local/local:smollm2#2", "local/local:smollm2#3"}
+    assert all(s["n"] == 1 and s["failed"] == 0 for s in systems.values()), systems
+    assert (Path(json.loads(result.stdout)["report"]) / "report.md").exists()

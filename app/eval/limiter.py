@@ -20,8 +20,11 @@ RECOVER_AFTER = 10
 
 
 class ProviderLimiter:
-    def __init__(self, cap: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, cap: int, *, ceilings: dict[str, int] | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ceiling = max(1, cap)
+        self._ceilings = {p: max(1, min(c, self.ceiling)) for p, c in (ceilings or {}).items()}  # below `cap`
         self._clock = clock
         self._changed = threading.Condition()
         self._caps: dict[str, int] = {}
@@ -31,13 +34,16 @@ class ProviderLimiter:
         self.rate_limits: dict[str, int] = {}  # 429s seen, per provider
         self.peak: dict[str, int] = {}  # the most turns a provider served at once
 
+    def ceiling_of(self, provider: str) -> int:
+        return self._ceilings.get(provider, self.ceiling)
+
     def cap(self, provider: str) -> int:
         with self._changed:
-            return self._caps.get(provider, self.ceiling)
+            return self._caps.get(provider, self.ceiling_of(provider))
 
     def _free(self, provider: str, now: float) -> bool:
         return (
-            self._busy.get(provider, 0) < self._caps.get(provider, self.ceiling)
+            self._busy.get(provider, 0) < self._caps.get(provider, self.ceiling_of(provider))
             and self._paused_until.get(provider, 0.0) <= now
         )
 
@@ -68,8 +74,8 @@ class ProviderLimiter:
                 if rate_limited:
                     continue
                 self._calm[p] = self._calm.get(p, 0) + 1
-                cap = self._caps.get(p, self.ceiling)
-                if cap < self.ceiling and self._calm[p] >= RECOVER_AFTER:
+                cap = self._caps.get(p, self.ceiling_of(p))
+                if cap < self.ceiling_of(p) and self._calm[p] >= RECOVER_AFTER:
                     self._caps[p], self._calm[p] = cap + 1, 0
             self._changed.notify_all()
 
@@ -77,7 +83,7 @@ class ProviderLimiter:
         """A 429 from `provider`: halve its cap and hold its calls for the wait it asked for."""
         with self._changed:
             self.rate_limits[provider] = self.rate_limits.get(provider, 0) + 1
-            self._caps[provider] = max(1, self._caps.get(provider, self.ceiling) // 2)
+            self._caps[provider] = max(1, self._caps.get(provider, self.ceiling_of(provider)) // 2)
             self._calm[provider] = 0
             until = self._clock() + (DEFAULT_PAUSE if retry_after is None else retry_after)
             self._paused_until[provider] = max(self._paused_until.get(provider, 0.0), until)

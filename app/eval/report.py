@@ -54,9 +54,10 @@ def table(summary: Summary) -> str:
     ]
     lines.insert(1, "  ".join("─" * w for w in widths))
     for preset, best, average in summary.lifts:
-        lines.append(f"{preset}: lift over best member {_delta(best)}, over average member {_delta(average)}")
+        lines.append(f"{preset}: lift over its best member ({best.second}) {_delta(best)}")
+        lines.append(f"{preset}: lift over its average member {_delta(average)}")
     for diff in summary.differences:
-        lines.append(f"{diff.verdict()} ({_delta(diff)})")
+        lines.append(f"{diff.verdict()} — {_delta(diff)}")
     if summary.judge_cost:
         lines.append(f"judge: {format_cost(summary.judge_cost)} (not in the cost per task)")
     return "\n".join(lines)
@@ -65,7 +66,7 @@ def table(summary: Summary) -> str:
 def _delta(diff: Difference) -> str:
     points = 100 * diff.delta
     low, high = 100 * diff.interval.low, 100 * diff.interval.high
-    return f"{points:+.0f} points, 95% CI {low:+.0f} to {high:+.0f}, n={diff.n}"
+    return f"{points:+.0f} points (95% CI {low:+.0f} to {high:+.0f}, n={diff.n})"
 
 
 def plot(summary: Summary, *, width: int = PLOT_WIDTH, height: int = PLOT_HEIGHT) -> str:
@@ -151,10 +152,11 @@ def _markdown(run_id: str, spec: dict[str, Any], summary: Summary, picture: str)
     lines.append("")
     for preset, best, average in summary.lifts:
         lines.append(
-            f"- **{preset}**: lift over its best member {_delta(best)}; over its average member {_delta(average)}."
+            f"- **{preset}**: lift over its best member ({best.second}) {_delta(best)}; "
+            f"over its average member {_delta(average)}."
         )
     for diff in summary.differences:
-        lines.append(f"- {diff.verdict()} ({_delta(diff)}).")
+        lines.append(f"- {diff.verdict()} — {_delta(diff)}.")
     if summary.judge_cost:
         lines.append(f"- The judge cost {format_cost(summary.judge_cost)}, not counted in the cost per task.")
     lines += ["", "A difference is called only when its 95 % interval leaves out zero (Newcombe).", ""]

@@ -71,6 +71,17 @@ def member_names(preset: Preset) -> list[str]:
     return names
 
 
+def one_at_a_time(systems: list[System]) -> dict[str, int]:
+    """Providers that serve one request at a time, as a preset says with `max_workers: 1` (the local model's
+    llama.cpp server): eval runs one turn at a time on them, whatever --concurrency allows elsewhere."""
+    return {
+        slot.provider: 1
+        for system in systems
+        if system.preset.max_workers == 1
+        for slot in (*system.preset.references, system.preset.aggregator)
+    }
+
+
 @dataclass
 class Snapshot:
     """How far a run has got, for the progress bar."""
@@ -113,7 +124,7 @@ class EvalRunner:
     ) -> None:
         self.config, self.tasks, self.systems = config, tasks, systems
         self.concurrency = max(1, concurrency)
-        self.limiter = ProviderLimiter(provider_cap or self.concurrency)
+        self.limiter = ProviderLimiter(provider_cap or self.concurrency, ceilings=one_at_a_time(systems))
         self.max_cost = max_cost
         self.store, self.run_id = store, run_id
         self.judge, self.against, self.rubric = judge, against, rubric
