@@ -426,3 +426,16 @@ def test_a_tiny_eval_on_the_local_model(home: Path) -> None:
     assert set(systems) == {"local", "local/local:smollm2#1", "local/local:smollm2#2", "local/local:smollm2#3"}
     assert all(s["n"] == 1 and s["failed"] == 0 for s in systems.values()), systems
     assert (Path(json.loads(result.stdout)["report"]) / "report.md").exists()
+
+
+def test_usage_errors_say_what_is_missing(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "arithmetic", "--preset", "demo", "--rubric"]) == 2
+    assert "--rubric is for the judge: give --judge PROVIDER:MODEL" in capsys.readouterr().err
+    assert main(["eval"]) == 2
+    assert "name a task file or a bundled set" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x", "nubmer": 1}\n', encoding="utf-8")
+    assert main(["eval", str(bad), "--preset", "demo"]) == 2
+    assert f"{bad}:1: nubmer: unknown key (did you mean 'number'?)" in capsys.readouterr().err
+    assert main(["eval", "--resume", "nope"]) == 2
+    assert "no eval run 'nope'" in capsys.readouterr().err

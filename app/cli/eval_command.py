@@ -90,6 +90,8 @@ def _spec(args: argparse.Namespace, store: EvalRunStore) -> tuple[dict[str, Any]
         raise ConfigError(
             "name a task file or a bundled set (arithmetic, multiple_choice, open_ended), or --resume RUN"
         )
+    if (args.rubric or args.against) and not args.judge:
+        raise ConfigError(f"{'--rubric' if args.rubric else '--against'} is for the judge: give --judge PROVIDER:MODEL")
     presets = getattr(args, "preset", None)
     tasks = args.tasks if not Path(args.tasks).exists() else str(Path(args.tasks).resolve())
     config = getattr(args, "config", None)
