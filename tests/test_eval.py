@@ -307,3 +307,11 @@ def test_a_provider_that_serves_one_request_at_a_time_gets_one_turn_at_a_time() 
     assert limiter.acquire({"local"}, stop)
     stop.set()
     assert not limiter.acquire({"local"}, stop)  # the one slot is taken
+
+
+def test_the_docs_show_the_judge_prompts_as_they_are() -> None:
+    from moa_chat.prompts import JUDGE_PAIRWISE_PROMPT, JUDGE_RUBRIC_PROMPT
+
+    text = (Path(__file__).parent.parent / "docs" / "eval.md").read_text(encoding="utf-8")
+    assert JUDGE_PAIRWISE_PROMPT in text
+    assert JUDGE_RUBRIC_PROMPT in text
