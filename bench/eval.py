@@ -111,8 +111,12 @@ def main() -> int:
         if snapshot.done % max(1, snapshot.total // 20) == 0:
             samples.append((snapshot.done, rss_mb()))
 
-    # One turn first, untimed: the SDK's import and its first connection are paid once per process, not per task.
-    EvalRunner(config, tasks[:1], systems[:1], concurrency=1).run()
+    # Turns one at a time first, untimed: the SDK's import and first connection are paid once per process, and
+    # their median is a turn's latency alone (the floor the server sets, plus the client's own time).
+    alone = EvalRunner(config, tasks[:9], systems[:1], concurrency=1)
+    alone.run()
+    single = sorted(float(r["seconds"]) for r in alone.answers.values())[1:]  # not the first: it pays the imports
+    turn_latency = sorted(single)[len(single) // 2]
     runner = EvalRunner(
         config, tasks, systems, concurrency=args.concurrency, store=store, run_id=run_id, on_progress=progress
     )
@@ -126,7 +130,12 @@ def main() -> int:
     marks = [next((mb for done, mb in samples if done >= turns * q // 4), 0.0) for q in (1, 2, 3, 4)]
     quarter, end = marks[0], marks[-1]
     print(f"{len(tasks)} tasks × {len(systems)} presets = {turns} turns at --concurrency {args.concurrency}")
+    measured = turns * turn_latency / args.concurrency
     print(f"  wall {wall:.2f} s · physical limit {limit:.2f} s · ratio {wall / limit:.2f} (goal ≤ {GOAL})")
+    print(
+        f"  a turn alone takes {turn_latency:.3f} s: tasks × that ÷ concurrency = {measured:.2f} s, "
+        f"ratio {wall / measured:.2f}"
+    )
     print(
         f"  failed {failed} · accuracy "
         + ", ".join(f"{r.name} {r.quality:.0%}" for r in summary.results if r.quality is not None)

@@ -154,6 +154,8 @@ class EvalRunner:
         self.snapshot = Snapshot(total=len(jobs))
         self.snapshot.cost = sum(float(r.get("cost") or 0.0) for r in self.answers.values())
         self._pool(jobs, self._answer_job)
+        if self.store is not None and self.run_id is not None:
+            self.answers = self.store.results(self.run_id, ANSWER)  # whole again, texts included
         if self.judge is not None and not self.stop.is_set():
             pending = self._judge_jobs()
             self.snapshot.phase, self.snapshot.total, self.snapshot.done = "judge", len(pending), 0
@@ -248,6 +250,7 @@ class EvalRunner:
         key = (job.task.id, job.system.name)
         if self.store is not None and self.run_id is not None:
             self.store.add(self.run_id, ANSWER, *key, record)
+            record = _without_texts(record)  # the store has them: a long run's memory stays flat
         with self._lock:
             self.answers[key] = record
             self.snapshot.done += 1
@@ -325,6 +328,12 @@ class EvalRunner:
             self.snapshot.failed += verdict.score is None
             self.snapshot.judge_cost += verdict.cost or 0.0
         self._report()
+
+
+def _without_texts(record: dict[str, Any]) -> dict[str, Any]:
+    """A result without its answers' texts, for the figures kept in memory while a stored run goes on."""
+    members = [{**m, "answer": "", "error": None} for m in record.get("members", [])]
+    return {**record, "answer": "", "error": None, "members": members}
 
 
 def _content(task: Task) -> str:
