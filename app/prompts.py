@@ -48,6 +48,16 @@ def message_text(content: object) -> str:
     return "\n".join(parts)
 
 
+# `layers: auto`: the short judgement of whether a layer's references already agree (engine/agreement.py).
+AGREEMENT_HEADER = "[Mixture-of-Agents — do these answers agree?]"
+AGREEMENT_PROMPT = """\
+You check whether several answers to the same request agree. They agree when they reach the same \
+conclusion or final answer, even if they word it differently or give different detail. They disagree \
+when they give different final answers, contradict each other on a point that matters, or recommend \
+different courses of action.
+
+Do not answer the request yourself and do not explain. Reply with exactly one word: AGREE or DISAGREE."""
+
 # `moa-chat eval --judge`: one answer against another, asked twice with the two swapped (position bias cancels).
 JUDGE_PAIRWISE_PROMPT = """\
 You are an impartial judge comparing two answers to the same user request.

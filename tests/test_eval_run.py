@@ -99,7 +99,8 @@ def test_members_are_scored_from_the_turn_itself_and_the_lift_is_computed(
     assert preset == "wire" and best.second == "wire/wire:ref-a" and best.delta == 0.0
     assert average.delta == pytest.approx(1 / 3)
     record = runner.answers[("t0", "wire")]
-    assert record["extracted"] == "1" and record["layers_run"] is None
+    assert record["extracted"] == "1" and record["layers_run"] == 1
+    assert runner.answers[("t0", "wire solo")]["layers_run"] is None
     assert [m["score"] for m in record["members"]] == [1.0, 0.0, 1.0]
 
 
@@ -439,3 +440,29 @@ def test_usage_errors_say_what_is_missing(home: Path, tmp_path: Path, capsys: py
     assert f"{bad}:1: nubmer: unknown key (did you mean 'number'?)" in capsys.readouterr().err
     assert main(["eval", "--resume", "nope"]) == 2
     assert "no eval run 'nope'" in capsys.readouterr().err
+
+
+def test_layers_auto_compares_the_references_answers_as_the_check_reads_them(
+    wire_config: Any, llm_server: ScriptedServer, tmp_path: Path
+) -> None:
+    config = wire_config("layers: auto\nmax_layers: 2")
+
+    def reference(model: str):
+        def reply(body: dict[str, Any]) -> Reply:
+            n = _asked(body) or 0
+            # On task 0 every reference writes the answer its own way (they agree once extracted); on task 1
+            # ref-c differs, so a second layer runs.
+            value = n + 1 if n == 0 or model != "ref-c" else n + 5
+            words = {"ref-a": f"Answer: {value}", "ref-b": f"The answer is {value}.", "ref-c": f"{value}"}
+            return Reply(text=words[model])
+
+        return reply
+
+    for model in ("ref-a", "ref-b", "ref-c"):
+        llm_server.script(model, reference(model))
+    llm_server.script("agg", lambda body: Reply(text=f"Answer: {(_asked(body) or 0) + 1}"))
+    runner = _run(config, _arithmetic(tmp_path, 2))
+    assert runner.answers[("t0", "wire")]["layers_run"] == 1
+    assert runner.answers[("t1", "wire")]["layers_run"] == 2
+    summary = summarise(runner.tasks, runner.systems, runner.answers, runner.verdicts)
+    assert summary.by_name("wire").as_json()["layers_run"] == 1.5

@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask_.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ask_.add_argument(
+        "--show-reasoning",
+        action="store_true",
+        help="print a reasoning model's thinking on stderr as it streams (faint at a terminal); --json has it anyway",
+    )
+    ask_.add_argument(
         "-y",
         "--yes",
         action="store_true",

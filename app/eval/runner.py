@@ -217,7 +217,7 @@ class EvalRunner:
             return
         limited = threading.Event()
         try:
-            result = self._turn(preset, content, system.solo, limited)
+            result = self._turn(preset, content, system.solo, limited, task.extractor)
         finally:
             self.limiter.release(providers, rate_limited=limited.is_set())
         cost = result.ledger.cost() or 0.0
@@ -236,9 +236,17 @@ class EvalRunner:
             self._reserved -= estimate
             self.snapshot.cost += cost
 
-    def _turn(self, preset: Preset, content: str, solo: bool, limited: threading.Event) -> TurnResult:
+    def _turn(
+        self,
+        preset: Preset,
+        content: str,
+        solo: bool,
+        limited: threading.Event,
+        extractor: Callable[[str], str | None] | None,
+    ) -> TurnResult:
         call = self.limiter.wrap(self._call, self.stop, limited.set)
         session = ChatSession(self.config, preset, call=call, servers=self._servers)
+        session.answer_extractor = extractor  # `layers: auto` compares the references' answers as the check reads them
         token = self.cancel.child()
         try:
             return session.send(content, cancel=token, solo=solo)
@@ -388,7 +396,8 @@ def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, A
         "tokens": result.usage.total_tokens,
         "cost": result.ledger.cost(),
         "cost_complete": result.ledger.cost_complete(),
-        "layers_run": getattr(result, "layers_run", None),
+        "layers_run": result.layers_run if system.kind == "preset" and ok else None,
+        "layers_reason": result.layers_reason,
         "members": members,
     }
 
@@ -409,5 +418,6 @@ def _failed_record(task: Task, system: System, error: str) -> dict[str, Any]:
         "cost": None,
         "cost_complete": True,
         "layers_run": None,
+        "layers_reason": None,
         "members": [],
     }

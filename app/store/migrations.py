@@ -102,7 +102,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE calls ADD COLUMN cost REAL;
     """,
-    # 5: eval runs (`moa-chat eval`): what each run asks, and every result as it arrives, so a run resumes.
+    # 5: how many layers of references a turn ran, and (`layers: auto`) why no more.
+    """
+    ALTER TABLE turns ADD COLUMN layers_run INTEGER;
+    ALTER TABLE turns ADD COLUMN layers_reason TEXT;
+    """,
+    # 6: what a reasoning model thought before it answered (NULL: no reasoning came).
+    """
+    ALTER TABLE calls ADD COLUMN reasoning TEXT;
+    """,
+    # 7: eval runs (`moa-chat eval`): what each run asks, and every result as it arrives, so a run resumes.
     """
     CREATE TABLE eval_runs (
         id TEXT PRIMARY KEY,
