@@ -19,6 +19,7 @@ from .. import __version__
 from ..config import Config, ConfigError, Preset, load_config
 from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
+from .api_command import add_arguments as add_api_arguments
 from .eval_command import add_arguments as add_eval_arguments
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", parents=[common], help="check the config, keys, endpoints, the local model and the data folder"
     )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
+    add_api_arguments(sub.add_parser("api", parents=[common], help="serve the presets as an OpenAI-compatible API"))
     add_eval_arguments(sub.add_parser("eval", help="measure presets against their own members and baselines on tasks"))
     return parser
 
@@ -168,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
             from .serve import serve
 
             return serve(args)
+        if args.command == "api":
+            from .api_command import run_api
+
+            return run_api(config, choice.preset.name, args)
         if args.command == "ask":
             from .ask import ask
 
