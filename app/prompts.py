@@ -46,3 +46,14 @@ def message_text(content: object) -> str:
         elif isinstance(part, str):
             parts.append(part)
     return "\n".join(parts)
+
+
+# `layers: auto`: the short judgement of whether a layer's references already agree (engine/agreement.py).
+AGREEMENT_HEADER = "[Mixture-of-Agents — do these answers agree?]"
+AGREEMENT_PROMPT = """\
+You check whether several answers to the same request agree. They agree when they reach the same \
+conclusion or final answer, even if they word it differently or give different detail. They disagree \
+when they give different final answers, contradict each other on a point that matters, or recommend \
+different courses of action.
+
+Do not answer the request yourself and do not explain. Reply with exactly one word: AGREE or DISAGREE."""

@@ -10,6 +10,7 @@ from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ChatSession, Turn
 from moa_chat.tui.screens.help import HelpScreen
+from moa_chat.tui.widgets.chat_log import UserMessage
 from moa_chat.tui.widgets.reply import AssistantReply
 from test_cli import run
 from tui_helpers import make_app, run_turn, wait_until
@@ -117,9 +118,12 @@ async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, ll
         await run_turn(pilot, "second")
         second = app.query(AssistantReply).last()
         assert second.text == "ok from agg"
-        # Both prompts are in the conversation the second turn sent.
+        # The failed prompt stays in the log but not in what the models are sent: no two prompts glued together
+        # (history.for_models, docs/sessions.md).
         sent = llm_server.requests_for("agg")[-1].messages
-        assert [m["content"] for m in sent if m["role"] == "user"][:2] == ["first", "second"]
+        assert next(m["content"] for m in sent if m["role"] == "user") == "second"
+        assert "first" not in [m["content"] for m in sent]
+        assert [m.text for m in app.query(UserMessage)] == ["first", "second"]  # still shown, failure and all
 
 
 async def test_help_and_palette_name_a_remapped_key(home):

@@ -1,6 +1,7 @@
 """MCP servers someone else wrote, installed from PyPI by the test extra: `mcp-server-time` answers a read-only
 call with no network, and `mcp-server-git`'s `git_add` changes a scratch repository, so it needs approval.
-Both run through a real `moa-chat ask` process against the scripted provider."""
+Both run through a real `moa-chat ask` process against the scripted provider, and `git_add` through the
+chat too, where its approval dialog decides."""
 
 from __future__ import annotations
 
@@ -93,3 +94,40 @@ def test_mcp_server_git_add_needs_approval_and_runs_once_given(home, llm_server,
     assert allowed.returncode == 0, allowed.stderr
     assert staged(scratch_repo) == ["notes.txt"]
     assert tool_results(llm_server)["g1"] == "Files staged successfully"
+
+
+@pytest.mark.parametrize(
+    ("key", "staged_files", "told"),
+    [("y", ["notes.txt"], "Files staged successfully"), ("n", [], "denied by the user")],
+    ids=["allowed", "denied"],
+)
+async def test_mcp_server_git_add_in_the_chat_asks_in_the_approval_dialog(
+    home, llm_server, scratch_repo, monkeypatch, key, staged_files, told
+):
+    """The same `git_add` through the chat: the dialog shows the call, y stages the file, n changes nothing."""
+    from moa_chat.config import load_config
+    from moa_chat.tui.screens.approval import ApprovalScreen
+    from moa_chat.tui.widgets.reply import AssistantReply
+    from moa_chat.tui.widgets.tool_block import ToolBlock
+    from tui_helpers import make_app, send, wait_until
+
+    monkeypatch.chdir(scratch_repo)
+    config = load_config(write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra="") + SERVERS))
+    arguments = json.dumps({"repo_path": str(scratch_repo), "files": ["notes.txt"]})
+    llm_server.script("agg", lambda body: act_then_answer(body, ScriptedToolCall("git__git_add", arguments, id="g1")))
+    app = make_app(config, "wire")
+    async with app.run_test(size=(120, 36)) as pilot:
+        # The chat starts its MCP servers off the UI thread; a turn before they are up has only the built-ins.
+        await wait_until(pilot, lambda: "git__git_add" in {tool.name for tool in app.session.mcp.tools()}, timeout=60)
+        await send(pilot, "stage notes.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.armed, timeout=30)
+        dialog = app.screen
+        assert isinstance(dialog, ApprovalScreen) and dialog.request.tool == "git__git_add"
+        assert staged(scratch_repo) == []  # nothing happens before the answer
+        await pilot.press(key)
+        await wait_until(
+            pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished, timeout=60
+        )
+        assert staged(scratch_repo) == staged_files
+        assert tool_results(llm_server)["g1"] == told
+        assert app.query_one(ToolBlock).event.status == ("done" if key == "y" else "denied")

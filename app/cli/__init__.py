@@ -19,6 +19,7 @@ from .. import __version__
 from ..config import Config, ConfigError, Preset, load_config
 from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
+from .api_command import add_arguments as add_api_arguments
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
@@ -84,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask_.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ask_.add_argument(
+        "--show-reasoning",
+        action="store_true",
+        help="print a reasoning model's thinking on stderr as it streams (faint at a terminal); --json has it anyway",
+    )
+    ask_.add_argument(
         "-y",
         "--yes",
         action="store_true",
@@ -123,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", parents=[common], help="check the config, keys, endpoints, the local model and the data folder"
     )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
+    add_api_arguments(sub.add_parser("api", parents=[common], help="serve the presets as an OpenAI-compatible API"))
     return parser
 
 
@@ -157,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             from .serve import serve
 
             return serve(args)
+        if args.command == "api":
+            from .api_command import run_api
+
+            return run_api(config, choice.preset.name, args)
         if args.command == "ask":
             from .ask import ask
 

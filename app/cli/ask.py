@@ -50,6 +50,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if not args.quiet:
         refs = len(panel(preset))
         seats = "solo, no references" if args.solo else plural(refs, "reference")
+        if preset.auto_layers and not args.solo:  # layers: auto runs as few layers as agree
+            seats = f"up to {seats} in {preset.layers} layers"
         # Names from the config are made inert like every other line: a model name may hold escapes.
         print(inert(f"moa-chat: preset {preset.name} — {seats} → {preset.aggregator.label}"), file=sys.stderr)
         for file in files:
@@ -68,12 +70,16 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     terminal, stream = _is_terminal(sys.stdout), bool(getattr(args, "stream", False))
     streamed = stream or terminal
     session.restart_cut_reply = bool(args.json) or terminal or not stream
+    # --show-reasoning: the aggregator's thinking on stderr as it streams, faint at a terminal (never on stdout,
+    # which stays the answer alone); --json carries it in the object instead.
     progress = Progress(
         sys.stderr,
         None if args.json else sys.stdout,
         args.quiet,
         reader_gone=reader_gone,
         whole=not args.json and not streamed,
+        reasoning=bool(getattr(args, "show_reasoning", False)) and not args.json,
+        dim=_is_terminal(sys.stderr),
     )
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
@@ -81,7 +87,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     finally:
         session.close()
     if args.json:
-        sys.stdout.write(inert_json(_as_json(preset, result), indent=2, ensure_ascii=False) + "\n")
+        reply = _as_json(preset, result, progress.thoughts)
+        sys.stdout.write(inert_json(reply, indent=2, ensure_ascii=False) + "\n")
     else:
         progress.end_line()  # the streamed reply (or what came of it) ends its line
     sys.stdout.flush()
@@ -188,7 +195,9 @@ def _send_interruptibly(
     return box["result"]
 
 
-def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
+def _as_json(preset: Preset, result: TurnResult, thoughts: list[str]) -> dict[str, object]:
+    """The turn as one object; `reasoning` (the aggregator's, its rounds' thoughts joined) and each reference's
+    are null when the model sent none."""
     references = [
         {
             "index": r.index,
@@ -200,6 +209,7 @@ def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
             "seconds": r.seconds,
             "first_token_seconds": r.first_token_seconds,
             "usage": r.usage.as_dict() if r.usage else None,
+            "reasoning": r.reasoning or None,
         }
         for r in result.references
     ]
@@ -208,10 +218,13 @@ def _as_json(preset: Preset, result: TurnResult) -> dict[str, object]:
         "aggregator": preset.aggregator.label,
         "status": result.status,
         "reply": result.text,
+        "reasoning": "\n\n".join(thoughts) or None,
         "error": result.error,
         "seconds": result.seconds,
         "solo": result.solo,
         "references": references,
         "reference_order": result.reference_order,
+        "layers_run": result.layers_run,
+        "layers_reason": result.layers_reason,
         "usage": result.ledger.as_json(),
     }

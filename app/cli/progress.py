@@ -1,5 +1,5 @@
 """What `moa-chat ask` shows while a turn runs: the reply on stdout (as it streams, or once whole), progress
-on stderr."""
+on stderr, and with --show-reasoning the aggregator's thinking on stderr as it streams (dimmed at a terminal)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,12 @@ from collections.abc import Callable
 from typing import ClassVar, TextIO
 
 from ..engine import (
+    AggregatorFinished,
     AggregatorStarted,
+    AgreementChecked,
     CallRetrying,
+    LayersDecided,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceStarted,
     ReplyDelta,
@@ -39,8 +43,15 @@ class Progress:
         *,
         reader_gone: Callable[[], None] | None = None,
         whole: bool = False,
+        reasoning: bool = False,
+        dim: bool = False,
     ) -> None:
+        """`reasoning`: write the aggregator's thinking to `err` as it streams (`dim`: in faint text, for a
+        terminal)."""
         self.err, self.out, self.quiet = err, out, quiet
+        self.show_reasoning, self._dim = reasoning, dim
+        self._thinking = False  # a thought is being written to `err`, its line not ended yet
+        self.thoughts: list[str] = []  # each aggregator round's whole thought (for --json), where it thought
         # With `whole`, the reply is written here and reaches `out` at `end_line`; a restarted reply is
         # taken back to where its round began.
         self._whole: tuple[TextIO, io.StringIO] | None = None
@@ -63,6 +74,13 @@ class Progress:
 
     def __call__(self, event: Event) -> None:
         with self._lock:
+            if isinstance(event, ReasoningDelta):
+                if self.show_reasoning and event.role == "aggregator":
+                    self._think(event.text)
+                return
+            self._end_thought()
+            if isinstance(event, AggregatorFinished) and event.reasoning:
+                self.thoughts.append(event.reasoning)
             if isinstance(event, ToolCallEvent):
                 self._after_tools = True
             if isinstance(event, AggregatorStarted):
@@ -98,6 +116,23 @@ class Progress:
                 self.err.write(inert(line) + "\n")
                 self.err.flush()
 
+    def _think(self, text: str) -> None:
+        """A piece of the aggregator's thinking, on stderr: the reply on stdout stays the answer alone."""
+        if not self._thinking:
+            self._thinking = True
+            if self._dim:
+                self.err.write("\x1b[2m")
+        self.err.write(inert(text))
+        self.err.flush()
+
+    def _end_thought(self) -> None:
+        """The thought ends its line (and its faint text) before anything else is written."""
+        if not self._thinking:
+            return
+        self._thinking = False
+        self.err.write("\x1b[22m\n" if self._dim else "\n")
+        self.err.flush()
+
     def _restart(self) -> None:
         """The round's reply starts afresh: held back, what it had written is taken back; shown, the fresh
         one starts on a line of its own, after the line on stderr that says why."""
@@ -112,6 +147,7 @@ class Progress:
         """End the reply (whole or cut short) on a line of its own, so the shell prompt does not follow it;
         a reply held back until whole is written now."""
         with self._lock:
+            self._end_thought()
             if self._wrote_reply and self.out is not None and not self._ends_line:
                 try:
                     self.out.write("\n")
@@ -150,6 +186,17 @@ class Progress:
             if event.error:
                 detail += f" — {event.error}"
             return f"  {glyph} {event.label} ({detail})"
+        if isinstance(event, AgreementChecked):
+            if event.record is not None and event.record.status == "cancelled":
+                return None  # the turn's end says it was cancelled
+            verdict = "aggregating now" if event.agreed else f"layer {event.layer + 1} next"
+            judged = ""
+            if event.record is not None:
+                tokens = f", {event.record.usage.total_tokens} tokens" if event.record.usage else ""
+                judged = f" ({event.record.label}, {event.record.seconds:.1f}s{tokens})"
+            return f"  ≟ layer {event.layer}: {event.reason}, {verdict}{judged}"
+        if isinstance(event, LayersDecided):
+            return f"  ≡ {event.line}"
         if isinstance(event, CallRetrying):
             return (
                 f"  ↻ {event.label}: {event.reason} — retrying in {event.delay:.1f} s "

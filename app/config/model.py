@@ -19,6 +19,8 @@ ToolEnvPolicy = Literal["core", "all"]
 TOOL_ENV_POLICIES: tuple[ToolEnvPolicy, ...] = get_args(ToolEnvPolicy)
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
 BUNDLED_PREFIX = "presets/"
+AUTO = "auto"  # `layers: auto`
+DEFAULT_MAX_LAYERS = 3  # under `layers: auto`, when `max_layers:` is not set
 
 
 class ConfigError(Exception):
@@ -92,6 +94,10 @@ class Preset:
     source: str = ""
     system_prompt: str | None = None  # None: the global `system_prompt:` applies
     layers: int = 1  # multi-layer MoA: each layer after the first also reads the previous layer's answers
+    # `layers: auto`: `layers` is the most that may run (max_layers); after each layer a check of whether the
+    # references agree decides between aggregating now and another layer.
+    auto_layers: bool = False
+    agreement: Slot | None = None  # who judges that agreement (None: the aggregator)
     quorum: int | None = None  # start the aggregator once this many references (of a layer) have answered
     deadline: float | None = None  # ... or once this many seconds have passed, if at least one has
     shuffle: bool = False  # show the answers to the aggregator in a new random order each turn
@@ -105,8 +111,14 @@ class Preset:
         return tuple(slot for slot in self.reference_models if slot.enabled)
 
     @property
+    def agreement_judge(self) -> Slot:
+        """The model asked whether the references agree, under `layers: auto`."""
+        return self.agreement if self.agreement is not None else self.aggregator
+
+    @property
     def providers(self) -> set[str]:
-        return {slot.provider for slot in (*self.references, self.aggregator)}
+        judge = (self.agreement,) if self.auto_layers and self.agreement is not None else ()
+        return {slot.provider for slot in (*self.references, self.aggregator, *judge)}
 
     @property
     def bundled(self) -> bool:

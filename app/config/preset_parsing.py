@@ -23,7 +23,9 @@ from .checks import (
     plain,
 )
 from .model import (
+    AUTO,
     BUNDLED_PREFIX,
+    DEFAULT_MAX_LAYERS,
     DEFAULT_MAX_WORKERS,
     FANOUT_MODES,
     ConfigError,
@@ -58,6 +60,8 @@ PRESET_KEYS = (
     "max_iterations",
     "system_prompt",
     "layers",
+    "max_layers",
+    "agreement",
     "quorum",
     "deadline",
     "shuffle",
@@ -155,7 +159,7 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
     description = body.get("description", "")
     if not isinstance(description, str):
         raise check.error(body, f"{what}: description must be text", "description")
-    layers = check.whole_number_or(1, body.get("layers"), body, "layers", what, at_most=LAYERS_AT_MOST)
+    layers, auto_layers, agreement = parse_layers(body, check, what, slots)
     quorum = check.whole_number(body.get("quorum"), body, "quorum", what, at_most=QUORUM_AT_MOST)
     deadline = check.number(
         body.get("deadline"), body, "deadline", what, minimum=0.001, at_most=SECONDS_AT_MOST, unit=" seconds"
@@ -187,6 +191,8 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
         source=str(check.path),
         system_prompt=parse_system_prompt(body, check, what),
         layers=layers,
+        auto_layers=auto_layers,
+        agreement=agreement,
         quorum=quorum,
         deadline=deadline,
         shuffle=shuffle,
@@ -194,6 +200,55 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
         max_cost_per_turn=max_cost,
         save_traces=save_traces if "save_traces" in body else None,
     )
+
+
+def parse_layers(
+    body: YamlMapping, check: Checker, what: str, slots: tuple[Slot, ...]
+) -> tuple[int, bool, Slot | None]:
+    """`layers:` as (the most layers a turn runs, whether `auto` decides after each, the agreement judge).
+
+    `layers: auto` runs up to `max_layers` (default DEFAULT_MAX_LAYERS); `agreement:` names the model that
+    judges whether the references agree (`provider:model`, or a slot mapping), else the aggregator does."""
+    raw = body.get("layers")
+    if raw != AUTO:
+        for key in ("max_layers", "agreement"):
+            if key in body:
+                raise check.error(body, f"{what}: {key} applies only with layers: auto", key)
+        if isinstance(raw, str):
+            raise check.error(
+                body,
+                f"{what}: layers must be a whole number >= 1 (at most {LAYERS_AT_MOST}) or auto, not {raw!r}",
+                "layers",
+            )
+        return check.whole_number_or(1, raw, body, "layers", what, at_most=LAYERS_AT_MOST), False, None
+    seats = sum(slot.samples for slot in slots if slot.enabled)
+    if seats < 2:
+        raise check.error(
+            body, f"{what}: layers: auto needs at least two references (or samples) to compare, not {seats}", "layers"
+        )
+    most = check.whole_number_or(
+        DEFAULT_MAX_LAYERS, body.get("max_layers"), body, "max_layers", what, minimum=2, at_most=LAYERS_AT_MOST
+    )
+    spec = body.get("agreement")
+    judge: Slot | None = None
+    if isinstance(spec, dict):
+        judge = parse_slot(spec, check, f"{what} agreement", body, "agreement")
+    elif isinstance(spec, str):
+        provider, colon, model = spec.strip().partition(":")
+        if not colon or not provider.strip() or not model.strip():
+            raise check.error(
+                body,
+                f"{what}: agreement must be provider:model (the model that judges agreement), not {spec!r}",
+                "agreement",
+            )
+        judge = Slot(provider=provider.strip(), model=model.strip())
+    elif spec is not None:
+        raise check.error(
+            body,
+            f"{what}: agreement must be provider:model or a mapping with provider: and model:, not {kind(spec)}",
+            "agreement",
+        )
+    return most, True, judge
 
 
 def bundled_presets() -> dict[str, Preset]:
@@ -233,15 +288,20 @@ def unknown_providers(
             bodies = [body.get("aggregator"), *(references if isinstance(references, list) else [])]
         slots = [("aggregator", preset.aggregator)]
         slots += [(f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)]
+        if preset.auto_layers and preset.agreement is not None:
+            slots.append(("agreement", preset.agreement))
+            agreement = body.get("agreement") if isinstance(body, dict) else None
+            bodies.append(agreement if isinstance(agreement, dict) else body)
         for (where, slot), slot_body in zip(slots, bodies, strict=True):
             if slot.provider in providers or not slot.enabled:
                 continue
+            in_slot = isinstance(slot_body, dict) and slot_body is not body  # else a string `agreement:`
             error = check.error(
                 slot_body if isinstance(slot_body, dict) else body,
                 f"preset {name!r} {where}: unknown provider {slot.provider!r}"
                 f"{did_you_mean(slot.provider, providers)}; define it under providers: (base_url:, api_key_env:) "
                 f"or use one of: {', '.join(sorted(providers))}",
-                "provider" if isinstance(slot_body, dict) else None,
+                "provider" if in_slot else "agreement" if where == "agreement" else None,
             )
             found.setdefault(name, error)
     return found
@@ -249,9 +309,11 @@ def unknown_providers(
 
 def check_no_recursion(presets: dict[str, Preset], providers: dict[str, ProviderConfig], check: Checker) -> None:
     for preset in presets.values():
+        judge = (("agreement", preset.agreement),) if preset.auto_layers and preset.agreement is not None else ()
         for slot_name, slot in (
             ("aggregator", preset.aggregator),
             *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)),
+            *judge,
         ):
             if slot.provider == "moa" or (slot.provider in presets and slot.provider not in providers):
                 raise ConfigError(

@@ -1,14 +1,18 @@
 """The MoA engine: the reference fan-out, the guidance, the aggregator phase, events and cancellation."""
 
+from .agreement import AnswerExtractor
 from .cancel import Cancelled, CancelToken
 from .engine import MoAEngine
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
+    AgreementChecked,
     CallRecord,
     CallRetrying,
     EngineEvent,
     EngineObserver,
+    LayersDecided,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -22,13 +26,17 @@ from .retry import RetryPolicy
 __all__ = [
     "AggregatorFinished",
     "AggregatorStarted",
+    "AgreementChecked",
+    "AnswerExtractor",
     "CallRecord",
     "CallRetrying",
     "CancelToken",
     "Cancelled",
     "EngineEvent",
     "EngineObserver",
+    "LayersDecided",
     "MoAEngine",
+    "ReasoningDelta",
     "ReferenceFinished",
     "ReferenceProgress",
     "ReferenceQueued",

@@ -41,7 +41,7 @@ from .events import CallRecord, CallRetrying, CallStatus, Role
 from .retry import RetryPolicy
 from .watchdog import WATCHDOG, ByteWatch
 
-Task = Literal["moa_reference", "moa_aggregator"]
+Task = Literal["moa_reference", "moa_aggregator", "moa_agreement"]
 # What the engine asks of a provider for a streamed call: usage in its last chunk, for the ledger.
 WITH_USAGE: StreamOptions = {"include_usage": True}
 # Tracing a call: its record, request and answer as one JSON-ready entry (store.traces.TraceWriter).
@@ -127,6 +127,7 @@ class ModelCall:
         self.assembler = StreamAssembler()
         self.started_at: float | None = None
         self.first_token_at: float | None = None
+        self.first_reasoning_at: float | None = None
         self.attempts = 0
         self._response: object = None
         self._watch: ByteWatch | None = None
@@ -142,6 +143,7 @@ class ModelCall:
         on_retry: Callable[[CallRetrying], None] | None = None,
         restarts: int = 0,
         on_restart: Callable[[CutOff, str], None] | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> None:
         """Send, read the whole answer, and retry transient failures that come before any of it.
 
@@ -149,12 +151,13 @@ class ModelCall:
         request loses nothing. An aggregator's reply cut off after text has arrived is asked again up to
         `restarts` times (a front end that can show a fresh reply opts in), `on_restart` told first with
         the cut-off text. Raises like `read`; an answer that is empty (no text, no tool call) is a failure too.
+        `on_reasoning` takes a reasoning model's thinking, piece by piece, as `read` does.
         """
         try:
             while True:
                 try:
                     self.open()
-                    self.read(on_text, abandoned=abandoned)
+                    self.read(on_text, abandoned=abandoned, on_reasoning=on_reasoning)
                     if not abandoned():
                         self._check_not_empty()
                     return
@@ -185,7 +188,7 @@ class ModelCall:
                         )
                     self._cancel.sleep(delay)
                     self.assembler.clear()
-                    self.first_token_at = None
+                    self.first_token_at = self.first_reasoning_at = None
         finally:
             self._cancel.release()
 
@@ -320,22 +323,37 @@ class ModelCall:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, on_text: Callable[[str], None], *, abandoned: Callable[[], bool] = lambda: False) -> None:
-        """Read the answer to its end, calling `on_text` with each piece of answer text.
+    def read(
+        self,
+        on_text: Callable[[str], None],
+        *,
+        abandoned: Callable[[], bool] = lambda: False,
+        on_reasoning: Callable[[str], None] | None = None,
+    ) -> None:
+        """Read the answer to its end, calling `on_text` with each piece of answer text (and `on_reasoning`,
+        if given, with each piece of a reasoning model's thinking).
 
         Raises Cancelled when the turn was cancelled, TimedOut past a time limit, CutOff for an answer
         that stopped half-way, LLMCallError (naming the slot) for any other fault. `abandoned` lets a
         supervisor that already gave up on this call (a timeout) stop the loop.
         """
         try:
-            self._read(on_text, abandoned)
+            self._read(on_text, abandoned, on_reasoning)
         finally:
             self._stop_watch()
 
-    def _read(self, on_text: Callable[[str], None], abandoned: Callable[[], bool]) -> None:
+    def _read(
+        self,
+        on_text: Callable[[str], None],
+        abandoned: Callable[[], bool],
+        on_reasoning: Callable[[str], None] | None,
+    ) -> None:
         response = self._response
+        assembler = self.assembler
         if is_complete_response(response):  # a server (or an injected CallLLM) that answers in one piece
-            self._text(self.assembler.feed_response(response), on_text)
+            text = assembler.feed_response(response)
+            self._thought(on_reasoning)
+            self._text(text, on_text)
             return
         if response is None or not hasattr(response, "__iter__"):
             raise self._error(f"the provider answered with {type(response).__name__}, not a stream of chat chunks")
@@ -345,7 +363,10 @@ class ModelCall:
                     if abandoned():
                         break
                     self._cancel.raise_if_cancelled()
-                    self._text(self.assembler.feed(chunk), on_text)
+                    text = assembler.feed(chunk)
+                    if assembler.reasoning_added:
+                        self._thought(on_reasoning)
+                    self._text(text, on_text)
                     self._byte()
         except Cancelled:
             if self._expired is not None:
@@ -381,6 +402,15 @@ class ModelCall:
     def _characters(self) -> int:
         return len(self.assembler.text) + sum(len(c.arguments) for c in self.assembler.tool_calls())
 
+    def _thought(self, on_reasoning: Callable[[str], None] | None) -> None:
+        """The chunk just fed carried reasoning (if any): note when thinking began, and pass it on."""
+        added = self.assembler.reasoning_added
+        if added:
+            if self.first_reasoning_at is None:
+                self.first_reasoning_at = clock.monotonic()
+            if on_reasoning is not None:
+                on_reasoning(added)
+
     def _text(self, text: str, on_text: Callable[[str], None]) -> None:
         if text:
             if self.first_token_at is None:
@@ -396,6 +426,12 @@ class ModelCall:
         if self.first_token_at is None or self.started_at is None:
             return None
         return round(self.first_token_at - self.started_at, 3)
+
+    def thinking_seconds(self) -> float | None:
+        """Seconds from the request to the first reasoning delta (None: no reasoning yet)."""
+        if self.first_reasoning_at is None or self.started_at is None:
+            return None
+        return round(self.first_reasoning_at - self.started_at, 3)
 
     def cost(self) -> float | None:
         usage = self.assembler.usage

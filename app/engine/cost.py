@@ -2,8 +2,9 @@
 
 A rough upper estimate from sizes, not a tokenizer: about four characters a token, every reply as long as
 its slot's `max_tokens` allows (DEFAULT_REPLY_TOKENS when unset), a later layer reading all of the layer
-before, and the aggregator reading the last layer's answers. Calls with no known price are named, not
-guessed.
+before, and the aggregator reading the last layer's answers. Under `layers: auto`, every layer up to
+`max_layers` runs, each but the last followed by the agreement judge's call. Calls with no known price are
+named, not guessed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .panel import layer_panel
 CHARACTERS_PER_TOKEN = 4
 DEFAULT_REPLY_TOKENS = 1_000
 GUIDANCE_OVERHEAD = 150  # the guidance's own words, in tokens
+VERDICT_TOKENS = 20  # `layers: auto`: the judge's one-word answer, with room for a little more
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ def estimate_turn(config: Config, preset: Preset, messages: Sequence[Message], *
                 charge(seat.slot.label, prompt + advisor + earlier, out)
                 layer_out += out
             earlier = layer_out
+            if preset.auto_layers and layer < preset.layers:  # the most it can cost: every check says disagree
+                judge = preset.agreement_judge
+                charge(judge.label, prompt + layer_out + GUIDANCE_OVERHEAD, judge.max_tokens or VERDICT_TOKENS)
     aggregator = preset.aggregator
     charge(aggregator.label, prompt + layer_out + GUIDANCE_OVERHEAD, aggregator.max_tokens or DEFAULT_REPLY_TOKENS)
     return Estimate(dollars, tuple(unpriced))

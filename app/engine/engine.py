@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..config import Config, Preset
 from ..llm import CallLLM, CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, call_llm_request, describe_error
 from ..llm.messages import Message, StreamOptions, ToolSpec
+from .agreement import AgreementCheck, AnswerExtractor
 from .calls import MessageFilter, ModelCall, Tracer, slot_request
 from .cancel import Cancelled, CancelToken
 from .events import (
@@ -23,6 +24,8 @@ from .events import (
     CallRecord,
     CallStatus,
     EngineObserver,
+    LayersDecided,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceQueued,
     ReplyDelta,
@@ -49,6 +52,7 @@ class MoAEngine:
         tracer: Tracer | None = None,
         message_filter: MessageFilter | None = None,
         restart_cut_reply: bool = False,
+        answer_extractor: AnswerExtractor | None = None,
     ) -> None:
         self.config, self.preset = config, preset
         # Ask the aggregator once more when its reply is cut off after text arrived (ReplyRestarted): for a
@@ -68,16 +72,37 @@ class MoAEngine:
         self.observer = observer
         self.iteration = 0  # aggregator rounds so far
         self.last_references: tuple[ReferenceFinished, ...] = ()  # the latest fan-out's answers
+        # How many layers the latest fan-out ran, and (`layers: auto`) why no more: for the turn's result.
+        self.layers_run = 0
+        self.layers_reason: str | None = None
+        # `layers: auto`: reads the answers when the caller can (an eval task's checker), else asks a judge.
+        self._agreement = (
+            AgreementCheck(
+                config,
+                preset,
+                call=call,
+                cancel=self.cancel,
+                observer=observer,
+                extractor=answer_extractor,
+                tracer=tracer,
+                message_filter=message_filter,
+            )
+            if preset.auto_layers
+            else None
+        )
         self._guidance: tuple[str | None, tuple[ReferenceFinished, ...]] | None = None
 
     # ------------------------------------------------------------------ references
 
     def run_references(self, messages: Sequence[Message], *, iteration: int = 1) -> tuple[ReferenceFinished, ...]:
-        """Every layer of the panel, one after the other: a later layer also reads the one before."""
+        """Every layer of the panel, one after the other: a later layer also reads the one before. Under
+        `layers: auto`, a layer whose references agree is the last (LayersDecided says how many ran, and why)."""
         results: list[ReferenceFinished] = []
         layer_results: tuple[ReferenceFinished, ...] = ()
         first_index = 0
-        for layer in range(1, self.preset.layers + 1):
+        most = self.preset.layers
+        self.layers_reason = None
+        for layer in range(1, most + 1):
             earlier = layer_message(layer_results, anonymous=self.preset.anonymous) if layer > 1 else None
             seats = layer_panel(self.preset, layer, first_index)
             first_index += len(seats)
@@ -97,7 +122,19 @@ class MoAEngine:
             )
             layer_results = fanout.run()
             results += layer_results
+            self.layers_run = layer
             self.cancel.raise_if_cancelled()
+            if self._agreement is None:
+                continue
+            if layer == most:
+                self.layers_reason = "no agreement by max_layers"  # the last layer is aggregated unchecked
+                break
+            verdict = self._agreement.check(messages, layer_results, layer=layer, iteration=iteration)
+            if verdict.agreed:
+                self.layers_reason = verdict.reason
+                break
+        if self.layers_reason is not None:
+            emit(self.observer, LayersDecided(self.layers_run, most, self.layers_reason))
         self.last_references = tuple(results)
         return self.last_references
 
@@ -109,6 +146,10 @@ class MoAEngine:
             first = not self.last_references
             if first:
                 self.last_references = self._replay(self._given, iteration)
+                self.layers_run = max((r.record.layer for r in self._given), default=0)
+                if self.preset.auto_layers:  # no check runs: the stored answers' layers are the turn's
+                    self.layers_reason = "the stored answers"
+                    emit(self.observer, LayersDecided(self.layers_run, self.preset.layers, self.layers_reason))
             return self.last_references, not first
         reuse = self.preset.fanout == "user_turn"
         # Serialising the conversation is only worth it when the guidance may be reused.
@@ -123,7 +164,8 @@ class MoAEngine:
         """Report given answers as this turn's: the same text and status, but no usage, since no tokens
         were spent on them now."""
         replayed = tuple(
-            ReferenceFinished(dataclasses.replace(r.record, usage=None, iteration=iteration), r.text) for r in given
+            ReferenceFinished(dataclasses.replace(r.record, usage=None, iteration=iteration), r.text, r.reasoning)
+            for r in given
         )
         for result in replayed:
             emit(self.observer, ReferenceQueued(result.index, result.label))
@@ -231,7 +273,7 @@ class MoAEngine:
 
         def finished(status: CallStatus, error: str | None = None) -> CallRecord:
             record = call.record(status, error)
-            emit(self.observer, AggregatorFinished(record))
+            emit(self.observer, AggregatorFinished(record, call.assembler.reasoning))
             return record
 
         def restarted(exc: CutOff, text: str) -> None:
@@ -243,6 +285,7 @@ class MoAEngine:
                 on_retry=lambda event: emit(self.observer, event),
                 restarts=1 if self.restart_cut_reply else 0,
                 on_restart=restarted,
+                on_reasoning=lambda text: emit(self.observer, ReasoningDelta(call.label, "aggregator", text)),
             )
         except Cancelled:
             finished("cancelled", "cancelled by the user")

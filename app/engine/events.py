@@ -14,7 +14,8 @@ from typing import Literal, TypeVar
 
 from ..llm.usage import Usage
 
-Role = Literal["reference", "aggregator"]
+# "agreement": under `layers: auto`, the short judgement of whether a layer's references agree.
+Role = Literal["reference", "aggregator", "agreement"]
 # "late": still answering when a quorum or a deadline let the aggregator start without it.
 CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off", "late"]
 
@@ -70,6 +71,9 @@ class ReferenceProgress:
     # All of it so far (a view of the running answer takes it whole, where stitching pieces together would
     # drop what came between two events); a one-line preview shows its last TAIL_CHARACTERS.
     text: str = ""
+    # Seconds from the request to the first reasoning delta: a reasoning model that is still only thinking
+    # (no text yet) has its speed counted from then. None for a model that sends no reasoning.
+    thinking_seconds: float | None = None
 
 
 TAIL_CHARACTERS = 200
@@ -132,6 +136,36 @@ class ReferenceFinished(_Recorded):
 
     record: CallRecord
     text: str = ""
+    reasoning: str = ""  # what a reasoning model thought before it answered (reasoning_content / reasoning)
+
+
+# --------------------------------------------------------------------------- layers: auto
+
+
+@dataclass(frozen=True)
+class AgreementChecked:
+    """After a layer of a `layers: auto` preset: whether its references agree. `record` is the judge's
+    call (None when an answer extractor compared the answers, or there were too few to compare)."""
+
+    layer: int
+    agreed: bool
+    reason: str
+    record: CallRecord | None = None
+    text: str = ""  # the judge's answer, as it came
+
+
+@dataclass(frozen=True)
+class LayersDecided:
+    """A `layers: auto` fan-out ended: how many of its layers ran, of at most `max_layers`, and why."""
+
+    layers_run: int
+    max_layers: int
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """One line for the sidebar and `ask`: "2 of 3 layers: references agreed"."""
+        return f"{self.layers_run} of {self.max_layers} layers: {self.reason}"
 
 
 # --------------------------------------------------------------------------- the aggregator
@@ -156,6 +190,7 @@ class AggregatorFinished(_Recorded):
     """One aggregator round ended: read whole, or cut short by a failure or a cancel."""
 
     record: CallRecord
+    reasoning: str = ""  # what it thought before it answered, whole
 
 
 @dataclass(frozen=True)
@@ -182,17 +217,32 @@ class ReplyRestarted:
     text: str
 
 
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A reasoning model's thinking (its `reasoning_content` / `reasoning` deltas), as it streams: the
+    aggregator's piece by piece, before its ReplyDeltas; a reference's a batch at a time, at most a few times a
+    second (with its ReferenceProgress). Never part of the answer: front ends show it apart, if at all."""
+
+    label: str
+    role: Role
+    text: str
+    index: int = 0  # the reference's position in the preset; 0 for the aggregator
+
+
 EngineEvent = (
     ReferenceQueued
     | ReferenceStarted
     | ReferenceProgress
     | ReferenceFinished
     | ReferencesSent
+    | AgreementChecked
+    | LayersDecided
     | AggregatorStarted
     | ReplyDelta
     | AggregatorFinished
     | CallRetrying
     | ReplyRestarted
+    | ReasoningDelta
 )
 EngineObserver = Callable[[EngineEvent], None]
 E = TypeVar("E")

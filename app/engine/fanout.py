@@ -24,6 +24,7 @@ from .cancel import Cancelled, CancelToken
 from .events import (
     CallStatus,
     EngineObserver,
+    ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -182,8 +183,9 @@ class FanOut:
         with self._lock:
             if ref.result is not None:
                 return
-            text = ref.call.assembler.text if status == "ok" else ""
-            ref.result = ReferenceFinished(ref.call.record(status, error), text)
+            assembler = ref.call.assembler
+            text = assembler.text if status == "ok" else ""
+            ref.result = ReferenceFinished(ref.call.record(status, error), text, assembler.reasoning)
         if status in ("timeout", "cancelled", "late"):
             ref.call.abandon()
         emit(self.observer, ref.result)
@@ -194,12 +196,14 @@ class FanOut:
             return False
         emit(self.observer, ReferenceStarted(ref.index, ref.label))
         last_progress: float | None = None
+        thought: list[str] = []  # reasoning not reported yet: it goes out with the next progress event
 
         def progress(_text: str) -> None:
             nonlocal last_progress
             now = ref.call.elapsed()
             if last_progress is None or now - last_progress >= PROGRESS_INTERVAL:
                 last_progress = now
+                report_thought()
                 emit(
                     self.observer,
                     ReferenceProgress(
@@ -209,14 +213,26 @@ class FanOut:
                         round(now, 3),
                         ref.call.first_token_seconds(),
                         text=ref.call.assembler.text,
+                        thinking_seconds=ref.call.thinking_seconds(),
                     ),
                 )
+
+        def think(text: str) -> None:
+            thought.append(text)
+            progress(text)
+
+        def report_thought() -> None:
+            if thought:
+                emit(self.observer, ReasoningDelta(ref.label, "reference", "".join(thought), ref.index))
+                thought.clear()
 
         ref.call.run(
             progress,
             abandoned=lambda: ref.result is not None,
             on_retry=lambda event: emit(self.observer, event),
+            on_reasoning=think,
         )
+        report_thought()
         return True
 
 

@@ -98,6 +98,7 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.chunks = 0
         self.answer_chunks = 0  # chunks that carried text, reasoning or part of a tool call
+        self.reasoning_added = ""  # the reasoning the last chunk fed carried (for a caller that shows it)
 
     @property
     def text(self) -> str:
@@ -120,6 +121,7 @@ class StreamAssembler:
             self.usage = Usage.from_sdk(usage) or self.usage
         added = []
         answered = False
+        self.reasoning_added = ""
         for choice in _get(chunk, "choices") or ():
             delta = _get(choice, "delta")
             if delta is not None:
@@ -129,6 +131,7 @@ class StreamAssembler:
                 reasoning = _get(delta, "reasoning_content") or _get(delta, "reasoning")
                 if isinstance(reasoning, str) and reasoning:
                     self._reasoning.append(reasoning)
+                    self.reasoning_added += reasoning
                     answered = True
                 for call_delta in _get(delta, "tool_calls") or ():
                     self._feed_tool_call(call_delta)
@@ -200,6 +203,10 @@ class StreamAssembler:
         text = _get(message, "content") or ""
         if text:
             self._text.append(text)
+        reasoning = _get(message, "reasoning_content") or _get(message, "reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning.append(reasoning)
+            self.reasoning_added = reasoning
         for n, call in enumerate(_get(message, "tool_calls") or ()):
             function = _get(call, "function")
             self._calls.append(

@@ -58,6 +58,12 @@ class Reply:
     # After the text, an event whose data is {"error": {...}} with this message, and the end: how OpenRouter
     # reports a provider that failed mid-stream.
     stream_error: str | None = None
+    # A reasoning model's thinking, streamed before the text as `reasoning_field` deltas (DeepSeek's
+    # `reasoning_content`, OpenRouter's and Ollama's `reasoning`), split as `reasoning_pieces` (default: by word).
+    reasoning: str = ""
+    reasoning_pieces: list[str] | None = None
+    reasoning_field: str = "reasoning_content"
+    resume: threading.Event | None = None  # ends the `pause` early once set (a test's cue to go on)
 
 
 @dataclass
@@ -234,11 +240,14 @@ class _Handler(BaseHTTPRequestHandler):
             record.finished_at = time.monotonic()
             record.finished.set()
 
-    def _wait(self, seconds: float, record: RecordedRequest) -> bool:
-        """Sleep, but end early (True) if the server stops or the client hangs up meanwhile."""
+    def _wait(self, seconds: float, record: RecordedRequest, resume: threading.Event | None = None) -> bool:
+        """Sleep, but end early (True) if the server stops or the client hangs up meanwhile (False, at once,
+        when `resume` is set)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            if self.owner._stopping.wait(min(left, 0.05)):
+            if resume is not None and resume.wait(min(left, 0.05)):
+                return False
+            if self.owner._stopping.wait(0 if resume is not None else min(left, 0.05)):
                 return True
             if self._client_gone():
                 record.disconnected = True
@@ -268,7 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.usage is not None:
             return reply.usage
         prompt = estimate_tokens(json.dumps(body.get("messages", [])))
-        completion = estimate_tokens(reply.text) + sum(estimate_tokens(c.arguments) + 2 for c in reply.tool_calls)
+        calls = sum(estimate_tokens(c.arguments) + 2 for c in reply.tool_calls)
+        completion = estimate_tokens(reply.text + reply.reasoning) + calls
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _finish_reason(self, reply: Reply) -> str:
@@ -279,6 +289,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.reasoning:
+            message[reply.reasoning_field] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -319,6 +331,11 @@ class _Handler(BaseHTTPRequestHandler):
             return out
 
         self._event(chunk({"role": "assistant", "content": ""}))
+        thinking = reply.reasoning_pieces if reply.reasoning_pieces is not None else split_words(reply.reasoning)
+        for piece in thinking:
+            if reply.piece_delay and self._wait(reply.piece_delay, record):
+                return
+            self._event(chunk({reply.reasoning_field: piece}))
         pieces = reply.pieces if reply.pieces is not None else split_words(reply.text)
         paused = 0.0
         started = time.monotonic()
@@ -372,7 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _pause(self, reply: Reply, record: RecordedRequest) -> bool:
         """Go quiet for `reply.pause` seconds (but for keep-alive comments); True if the client left."""
         if not reply.keepalive:
-            return self._wait(reply.pause, record)
+            return self._wait(reply.pause, record, reply.resume)
         deadline = time.monotonic() + reply.pause
         while (left := deadline - time.monotonic()) > 0:
             if self._wait(min(left, reply.keepalive), record):

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
-from ..engine import CancelToken, ReferenceFinished, clock
+from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, clock
 from ..engine.cost import estimate_turn
 from ..engine.events import emit
 from ..llm import CallLLM, call_llm_request, describe_error
@@ -30,7 +30,7 @@ from ..store import SessionStore, StoredMessage, StoreError
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
-from .history import Exchange, exchanges
+from .history import Exchange, exchanges, for_models
 from .ledger import UsageLedger
 from .privacy_filter import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
@@ -61,6 +61,8 @@ class ChatSession:
         # A front end that can show a fresh reply after a cut-off one (ReplyRestarted) sets this: the
         # aggregator is then asked once more when its reply is cut off after text arrived.
         self.restart_cut_reply = False
+        # `layers: auto`: reads a reference's final answer (an eval task's checker), so agreement needs no judge.
+        self.answer_extractor: AnswerExtractor | None = None
         self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         environment = tool_environment(config)
@@ -147,7 +149,7 @@ class ChatSession:
         limit = self.preset.max_cost_per_turn
         if limit is None:
             return None
-        messages = [*self.messages, user(text)]
+        messages = for_models([*self.messages, user(text)])
         estimate = estimate_turn(self.config, self.preset, messages, solo=solo)
         if estimate.dollars <= limit:
             return None
@@ -209,7 +211,7 @@ class ChatSession:
             asked = [t for t in self.store.turns(self.id) if t.user_message_id == last.id and t.references]
             if not asked:
                 raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
-            references = tuple(ReferenceFinished(c.record, c.text) for c in asked[-1].references)
+            references = tuple(ReferenceFinished(c.record, c.text, c.reasoning) for c in asked[-1].references)
         self.messages = self.messages[: self._last_user_index() + 1]
         kind = "regenerate" if aggregator_only else "reask"
         return self._turn(kind, observer, cancel, user_id=last.id, references=references)
@@ -293,10 +295,11 @@ class ChatSession:
                     references=references,
                     system_prompt=self.system_prompt,
                     restart_cut_reply=self.restart_cut_reply,
+                    answer_extractor=self.answer_extractor,
                     solo=solo,
                     tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
                 )
-                result = turn.run(list(self.messages))
+                result = turn.run(for_models(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",

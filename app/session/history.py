@@ -1,10 +1,12 @@
-"""A stored conversation as the exchanges a reader sees: a prompt, then the reply (with its tool calls)."""
+"""A stored conversation two ways: as the exchanges a reader sees (a prompt, then the reply with its tool
+calls), and as the messages the models are sent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..llm.messages import Message
 from ..store import SessionStore, StoredTurn
 
 
@@ -29,3 +31,19 @@ def exchanges(store: SessionStore, session_id: str) -> list[Exchange]:
         if message.turn_id in turns:
             found[-1].turn = turns[message.turn_id]
     return found
+
+
+def for_models(messages: list[Message]) -> list[Message]:
+    """The conversation as the models get it: a prompt that got no reply is left out.
+
+    A failed turn (or one cancelled before any text) leaves its prompt with nothing after it; the next prompt
+    follows it directly. Sent as they are, the two read to a model as one question asked twice, or as a
+    question it ignored; and the next prompt is most often that same question asked again. So the failed
+    prompt stays in the store, the chat log and the export, marked as failed, and the models see the
+    conversation as the answered exchanges and the prompt being sent now (docs/sessions.md).
+    """
+    return [
+        message
+        for n, message in enumerate(messages)
+        if not (message["role"] == "user" and n + 1 < len(messages) and messages[n + 1]["role"] == "user")
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from ..engine.events import AggregatorFinished, CallRecord, ReferenceFinished, Role
+from ..engine.events import AggregatorFinished, AgreementChecked, CallRecord, ReferenceFinished, Role
 from ..llm.usage import Usage, sum_usage
 
 
@@ -35,6 +35,8 @@ class UsageLedger:
         """Take the record a finished call carries (an engine observer)."""
         if isinstance(event, ReferenceFinished | AggregatorFinished):
             self.add(event.record)
+        elif isinstance(event, AgreementChecked) and event.record is not None:
+            self.add(event.record)  # `layers: auto`: the judge's call is paid for like any other
 
     def _of(self, role: Role | None) -> list[CallRecord]:
         """All calls, or one role's: every total below can be asked for the whole turn or one part of it."""
@@ -62,6 +64,7 @@ class UsageLedger:
             "cost_complete": self.cost_complete(),
             "references_cost": self.cost("reference"),
             "aggregator_cost": self.cost("aggregator"),
+            "agreement_cost": self.cost("agreement"),
             "references_total_tokens": self.usage("reference").total_tokens,
             "aggregator_total_tokens": self.usage("aggregator").total_tokens,
             "calls": [record.as_dict() for record in self.records],

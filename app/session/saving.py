@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any, cast
 
 from ..config import Preset
-from ..engine import AggregatorFinished, ReferenceFinished, ReplyDelta, clock
+from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, clock
 from ..engine.events import emit
 from ..llm.messages import Message, user
 from ..store import SessionStore, StoredCall, StoreError
@@ -64,10 +64,11 @@ class TurnSaver:
             self._dirty = True
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
-        elif isinstance(event, ReferenceFinished):
-            self.calls.append(StoredCall(event.record, event.text))
+        elif isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
+            reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
+            self.calls.append(StoredCall(event.record, event.text, reasoning))  # an agreement judge's call too
         elif isinstance(event, AggregatorFinished):
-            self.calls.append(StoredCall(event.record))
+            self.calls.append(StoredCall(event.record, reasoning=event.reasoning))
             if self._rounds and self._rounds[-1]:
                 self._rounds.append([])  # the next round's text starts a new paragraph, as Turn joins them
             self.flush()
@@ -101,6 +102,8 @@ class TurnSaver:
                 partial_id=self._partial_id,
                 solo=result.solo,
                 reference_order=result.reference_order,
+                layers_run=result.layers_run,
+                layers_reason=result.layers_reason,
             )
         except (StoreError, sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
             self._report(exc)

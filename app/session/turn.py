@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from ..config import Config, Preset
-from ..engine import Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
+from ..engine import AnswerExtractor, Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
 from ..engine.calls import Tracer
 from ..engine.events import emit
 from ..engine.privacy import model_filter
@@ -55,6 +55,8 @@ class TurnResult:
     warning: str | None = None  # a reply the provider stopped early (max_tokens, content filter)
     solo: bool = False  # the aggregator alone, no references
     reference_order: list[int] | None = None  # the order a shuffled panel was shown to the aggregator in
+    layers_run: int = 0  # layers of references the last fan-out ran (0: none, a solo turn)
+    layers_reason: str | None = None  # `layers: auto`: why that many ("references agreed")
 
     @property
     def usage(self) -> Usage:
@@ -90,8 +92,10 @@ class Turn:
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
         restart_cut_reply: bool = False,
+        answer_extractor: AnswerExtractor | None = None,
     ) -> None:
         self.config, self.preset = config, preset
+        self.answer_extractor = answer_extractor  # `layers: auto`: see MoAEngine
         self.restart_cut_reply = restart_cut_reply  # see MoAEngine
         self.solo, self._rng, self._tracer = solo, rng, tracer
         # Given (ask --system), else the preset's, else the global one; sent first, never stored.
@@ -124,6 +128,7 @@ class Turn:
             tracer=self._tracer,
             message_filter=model_filter(self.config),
             restart_cut_reply=self.restart_cut_reply,
+            answer_extractor=self.answer_extractor,
         )
         conversation = list(messages)
         if self.system_prompt and not (conversation and conversation[0]["role"] == "system"):
@@ -199,6 +204,8 @@ class Turn:
             warning=warning if status == "ok" else None,
             solo=self.solo,
             reference_order=engine.reference_order,
+            layers_run=engine.layers_run,
+            layers_reason=engine.layers_reason,
         )
 
     def _keep_partial(self, texts: list[str], added: list[Message], why: str) -> None:

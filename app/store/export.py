@@ -1,5 +1,6 @@
-"""A stored session, exported: Markdown to read (each turn's reference answers folded in <details>), or
-JSON with everything the store holds for it."""
+"""A stored session, exported: Markdown to read (each turn's reference answers, and what the aggregator
+thought before a reply, folded in <details>), or JSON with everything the store holds for it (each call's
+reasoning too)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def _turn_json(turn: StoredTurn) -> TurnJson:
         "status": turn.status,
         "error": turn.error,
         "seconds": turn.seconds,
-        "calls": [{**call.record.as_dict(), "text": call.text} for call in turn.calls],
+        "calls": [
+            {**call.record.as_dict(), "text": call.text, "reasoning": call.reasoning or None} for call in turn.calls
+        ],
     }
 
 
@@ -53,6 +56,16 @@ def _spent(turns: list[StoredTurn]) -> str:
     return f"{tokens} · {cost_label(sum(costs), complete=complete)}"
 
 
+def _thought(turn: StoredTurn | None, iteration: int) -> list[str]:
+    """What the aggregator thought in this round, folded (nothing when it sent no reasoning)."""
+    calls = turn.calls if turn is not None else ()
+    rounds = (c for c in calls if c.record.role == "aggregator" and c.record.iteration == iteration)
+    reasoning = next((c.reasoning for c in rounds), "")
+    if not reasoning:
+        return []
+    return ["<details>", "<summary>Thinking</summary>", "", reasoning.strip(), "", "</details>", ""]
+
+
 def as_markdown(store: SessionStore, session_id: str) -> str:
     summary = store.session(session_id)
     turns = {turn.user_message_id: turn for turn in store.turns(summary.id)}
@@ -64,9 +77,10 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
         "",
     ]
     turn: StoredTurn | None = None
+    rounds = 0  # the turn's assistant messages so far: the n-th is its aggregator's round n
     for message in store.path(summary.id):
         if message.role == "user":
-            turn = turns.get(message.id)
+            turn, rounds = turns.get(message.id), 0
             lines += ["## You", "", message.content, ""]
             if turn is not None and turn.references:
                 lines += ["<details>", f"<summary>The panel: {len(turn.references)} references</summary>", ""]
@@ -80,8 +94,12 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
         elif message.role == "assistant":
             aggregator = (turn.preset_json.get("aggregator") or {}) if turn else {}
             who = f"{aggregator.get('provider')}:{aggregator.get('model')}" if aggregator else "assistant"
+            rounds += 1
+            thought = _thought(turn, rounds)
             if message.content:
-                lines += [f"## moa-chat ({who})", "", message.content, ""]
+                lines += [f"## moa-chat ({who})", "", *thought, message.content, ""]
+            else:
+                lines += thought
             for tool_call in message.tool_calls or []:
                 function = tool_call.get("function")
                 name, arguments = (function.get("name"), function.get("arguments", "")) if function else (None, "")

@@ -41,6 +41,8 @@ class PresetJson(TypedDict, total=False):
     source: str
     system_prompt: str | None
     layers: int
+    auto_layers: bool  # `layers: auto`: `layers` is then max_layers
+    agreement: SlotJson | None
     quorum: int | None
     deadline: float | None
     shuffle: bool
@@ -84,7 +86,9 @@ class TurnJson(TypedDict):
     status: str
     error: str | None
     seconds: float | None
-    calls: list[dict[str, object]]  # each call's record, with the reference's full answer as "text"
+    # Each call's record, with the reference's full answer as "text" and a reasoning model's thinking as
+    # "reasoning" (null when none came).
+    calls: list[dict[str, object]]
 
 
 class SessionJson(TypedDict):

@@ -102,6 +102,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE calls ADD COLUMN cost REAL;
     """,
+    # 5: how many layers of references a turn ran, and (`layers: auto`) why no more.
+    """
+    ALTER TABLE turns ADD COLUMN layers_run INTEGER;
+    ALTER TABLE turns ADD COLUMN layers_reason TEXT;
+    """,
+    # 6: what a reasoning model thought before it answered (NULL: no reasoning came).
+    """
+    ALTER TABLE calls ADD COLUMN reasoning TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

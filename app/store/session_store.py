@@ -86,6 +86,7 @@ class StoredMessage:
 class StoredCall:
     record: CallRecord
     text: str = ""  # a reference's full answer
+    reasoning: str = ""  # what a reasoning model thought before it answered
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ class StoredTurn:
     calls: tuple[StoredCall, ...] = ()
     solo: bool = False
     reference_order: tuple[int, ...] | None = None  # the shuffled order the aggregator saw the answers in
+    layers_run: int | None = None  # layers of references run (None: stored before it was recorded)
+    layers_reason: str | None = None  # `layers: auto`: why that many
 
     @property
     def complete(self) -> bool:
@@ -366,6 +369,8 @@ class SessionStore:
         partial_id: int | None,
         solo: bool = False,
         reference_order: list[int] | None = None,
+        layers_run: int | None = None,
+        layers_reason: str | None = None,
     ) -> int:
         """Replace the streamed partial with the turn's messages, record its calls; returns the new head.
 
@@ -401,8 +406,9 @@ class SessionStore:
             db.execute("UPDATE sessions SET head_id = ? WHERE id = ?", (head, session_id))
             order = json.dumps(reference_order) if reference_order is not None else None
             db.execute(
-                "UPDATE turns SET status = ?, error = ?, seconds = ?, solo = ?, reference_order = ? WHERE id = ?",
-                (status, error, seconds, int(solo), order, turn_id),
+                "UPDATE turns SET status = ?, error = ?, seconds = ?, solo = ?, reference_order = ?, layers_run = ?,"
+                " layers_reason = ? WHERE id = ?",
+                (status, error, seconds, int(solo), order, layers_run, layers_reason, turn_id),
             )
             for call in calls:
                 _insert_call(db, turn_id, call)
@@ -487,6 +493,8 @@ def _turn(row: sqlite3.Row, calls: list[StoredCall]) -> StoredTurn:
         calls=tuple(calls),
         solo=bool(row["solo"]),
         reference_order=tuple(json.loads(row["reference_order"])) if row["reference_order"] else None,
+        layers_run=row["layers_run"],
+        layers_reason=row["layers_reason"],
     )
 
 
@@ -508,15 +516,15 @@ def _call(row: sqlite3.Row) -> StoredCall:
         layer=row["layer"],
         cost=row["cost"],
     )
-    return StoredCall(record, row["text"])
+    return StoredCall(record, row["text"], row["reasoning"] or "")
 
 
 def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None:
     record, usage = call.record, call.record.usage
     db.execute(
         "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             record.role,
@@ -534,6 +542,7 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
             record.first_token_seconds,
             record.finish_reason,
             record.cost,
+            clean(call.reasoning) or None,
         ),
     )
 

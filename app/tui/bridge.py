@@ -9,6 +9,10 @@ Order matters around other events (a tool block must sit between the text before
 it): at each other event the worker sends the buffered text explicitly, ahead of the event, and starts a
 new epoch. A wake-up from an older epoch then drains nothing, so later text can never jump ahead of an
 event that was posted before it.
+
+The aggregator's thinking (ReasoningDelta) is the other: it has a buffer and wake-ups of its own, and is sent
+explicitly ahead of any reply text or other event, so that what it thought never shows after what it wrote.
+A reference's thinking needs no message: its card shows it from the ReferenceProgress that comes with it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from textual.message import Message
 
-from ..engine import ReferenceQueued, ReferencesSent, ReferenceStarted, ReplyDelta
+from ..engine import ReasoningDelta, ReferenceQueued, ReferencesSent, ReferenceStarted, ReplyDelta
 from ..session import Event, TurnResult
 from ..text.inert import inert
 
@@ -34,12 +38,14 @@ class CoreEvent(Message):
 
 
 class ReplyText(Message):
-    """Reply text: carried here, or (text is None) waiting in the bridge's buffer for this epoch."""
+    """Reply text: carried here, or (text is None) waiting in the bridge's buffer for this epoch. With
+    `thinking`, the aggregator's thinking rather than its reply."""
 
-    def __init__(self, text: str | None = None, epoch: int = 0) -> None:
+    def __init__(self, text: str | None = None, epoch: int = 0, *, thinking: bool = False) -> None:
         super().__init__()
         self.text = text
         self.epoch = epoch
+        self.thinking = thinking
 
 
 class TurnDone(Message):
@@ -73,6 +79,7 @@ class TurnBridge:
         self._post_now = post
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._thinking: list[str] = []  # the aggregator's thinking, buffered as the text is
         self._epoch = 0
         self._dispatched = threading.Event()
         self._gate = threading.Lock()
@@ -104,33 +111,58 @@ class TurnBridge:
             self._dispatched.set()
         if isinstance(event, ReferencesSent):
             return  # for the waiter above alone: nothing to show
+        if isinstance(event, ReasoningDelta):
+            if event.role == "aggregator":
+                with self._lock:
+                    wake = not self._thinking
+                    self._thinking.append(inert(event.text))
+                    epoch = self._epoch
+                if wake:
+                    self._post(ReplyText(epoch=epoch, thinking=True))
+            return
         if isinstance(event, ReplyDelta):
             with self._lock:
+                thought = self._take_thinking()
                 wake = not self._pending
                 self._pending.append(inert(event.text))
                 epoch = self._epoch
+            if thought:
+                self._post(ReplyText(thought, thinking=True))
             if wake:
                 self._post(ReplyText(epoch=epoch))
             return
         self.post_after_text(CoreEvent(_inert(event)))
+
+    def _take_thinking(self) -> str:
+        """The buffered thinking (call with the lock held)."""
+        if not self._thinking:
+            return ""
+        thought = "".join(self._thinking)
+        self._thinking.clear()
+        return thought
 
     def post_after_text(self, message: Message) -> None:
         """Post `message` behind all text that arrived before it (a tool block, the end of the turn)."""
         if isinstance(message, TurnDone):
             self._dispatched.set()  # the turn ended before anything else said so
         with self._lock:
+            thought = self._take_thinking()
             text = "".join(self._pending)
             self._pending.clear()
             self._epoch += 1
+        if thought:
+            self._post(ReplyText(thought, thinking=True))
         if text:
             self._post(ReplyText(text))
         self._post(message)
 
-    def take(self, epoch: int) -> str:
-        """The buffered text, if `epoch` is still current."""
+    def take(self, epoch: int, *, thinking: bool = False) -> str:
+        """The buffered text (or with `thinking`, the buffered thinking), if `epoch` is still current."""
         with self._lock:
             if epoch != self._epoch:
                 return ""
+            if thinking:
+                return self._take_thinking()
             text = "".join(self._pending)
             self._pending.clear()
         return text

@@ -23,6 +23,7 @@ from ..engine import AggregatorStarted, CallRetrying, CancelToken, ReferenceFini
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
 from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
+from .widgets import thinking
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -205,6 +206,8 @@ class TurnRunner:
         elif isinstance(event, Notice):
             await log.mount(NoticeLine(event.text, event.level))
         elif isinstance(event, PanelEvent):
+            if isinstance(event, CallRetrying) and event.role == "aggregator" and reply is not None:
+                thinking.forget(reply)  # the failed attempt's thought: the next one thinks afresh
             sidebar.apply(event)
             if reply is not None and not reply.text and (status := waiting_status(event, sidebar)) is not None:
                 reply.set_status(status)
@@ -212,9 +215,9 @@ class TurnRunner:
     async def append_text(self, message: ReplyText) -> None:
         text = message.text
         if text is None:  # coalesced: collect whatever this segment's epoch has buffered
-            text = self._bridge.take(message.epoch) if self._bridge else ""
+            text = self._bridge.take(message.epoch, thinking=message.thinking) if self._bridge else ""
         if text and self.reply is not None:
-            await self.reply.append_text(text)
+            await (self.reply.think(text) if message.thinking else self.reply.append_text(text))
 
     async def _server_start(self, event: ServerStart, log: ChatLog) -> None:
         """A server moa-chat runs itself (the local model) starting before the turn's first call: the reply's

@@ -16,6 +16,7 @@ from textual.widgets import Button, Static
 
 from ...text.inert import inert
 from ...tools import ApprovalRequest, Decision
+from ..widgets.footer import dialog_footer
 
 
 def colour_diff(text: str) -> Content:
@@ -81,6 +82,7 @@ class ApprovalScreen(ModalScreen[Decision]):
                     Content(f"Allow {inert(request.tool)} this session  [a]"), id="allow_always", variant="warning"
                 )
                 yield Button(Content("Deny  [n]"), id="deny", variant="error")
+        yield dialog_footer()
 
     def on_mount(self) -> None:
         self._quiet_since = self._clock()

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...text.inert import inert
+from ..widgets.footer import dialog_footer
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -30,3 +31,4 @@ class ConfirmScreen(ModalScreen[bool]):
                 Content.assemble(("y", "bold"), " send anyway · ", ("n", "bold"), " or ", ("Esc", "bold"), " don't"),
                 classes="modal-hint",
             )
+        yield dialog_footer()

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 
 FOOTNOTE = """
@@ -52,3 +53,4 @@ class HelpScreen(ModalScreen[None]):
                         yield Static(Content(keys), classes="help-key")
                         yield Static(Content(does), classes="help-does")
                 yield ReplyMarkdown(self.footnote(), classes="help-footnote")
+        yield dialog_footer()

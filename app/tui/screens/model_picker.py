@@ -19,6 +19,7 @@ from ...providers import start_server
 from ...providers.lifecycle import ServerStart
 from ...providers.ollama import OLLAMA, address, installed_models
 from ...text.inert import inert
+from ..widgets.footer import dialog_footer
 
 SHOWN = 200  # a provider like OpenRouter serves hundreds: filter rather than scroll
 
@@ -43,6 +44,7 @@ class ModelPicker(ModalScreen[str | None]):
             yield Input(placeholder="type to filter", id="model-filter")
             yield OptionList(id="model-options")
             yield Static(f"asking {self.provider} for its models…", id="model-status", classes="modal-hint")
+        yield dialog_footer()
 
     def action_focus_list(self) -> None:
         self.query_one(OptionList).focus()

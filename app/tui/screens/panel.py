@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...text.inert import inert
+from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer
@@ -42,3 +43,4 @@ class PanelAnswers(ModalScreen[None]):
             with VerticalScroll(id="panel-body"):
                 yield ReplyMarkdown(inert(panel_markdown(self.answers)), id="panel-markdown")
             yield Static(Content.assemble(("Esc", "bold"), " close"), classes="modal-hint")
+        yield dialog_footer()

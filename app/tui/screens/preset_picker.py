@@ -1,7 +1,9 @@
 """F2: every preset, one aligned row each, in the order F3 cycles them; Enter switches.
 
 A preset that cannot run (its aggregator's key is not set) is dimmed and says which variable it needs;
-choosing it explains how to fix that instead of switching to a chat that would only fail.
+choosing it explains how to fix that instead of switching to a chat that would only fail. What it needs follows
+its models on the same line when the row has room, else takes a line of its own (60 columns): it is the one
+part of the row that must never be cut.
 
 When an Ollama server on this machine has answered, its models follow the presets: Enter on one starts a
 Self-MoA on that model for the session (a `custom` preset), and a preset naming a model Ollama has not
@@ -26,6 +28,7 @@ from ...engine.panel import panel
 from ...providers import Readiness, cycle_order, readiness
 from ...providers.ollama import OLLAMA, not_pulled
 from ...text.inert import inert
+from ..widgets.footer import dialog_footer
 
 MODEL_OPTION = "ollama-model:"  # option ids of Ollama's models; a preset's option id is its name
 
@@ -54,6 +57,7 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
             yield Static(
                 Content.assemble(("Enter", "bold"), " switch · ", ("Esc", "bold"), " close"), classes="modal-hint"
             )
+        yield dialog_footer()
 
     def _options(self) -> list[Option | None]:
         states = list(self.states.values())
@@ -77,20 +81,25 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
                 status = Content.styled(f"Ollama has not pulled {', '.join(unpulled)}", "$text-warning")
             else:
                 status = Content("")
+            indent = " " * (width + 4)
+            fits = 2 + width + 2 + len(seats) + 2 + status.cell_length <= self._room()
             prompt = Content.assemble(
                 ("● " if active else "  ", "$accent"),
                 (f"{preset.name:<{width}}", f"bold {'$accent' if active else ''} {dim}".strip()),
                 "  ",
                 (inert(preset.description or ""), f"{dim} italic".strip()),
-                "\n  ",
-                (" " * width, ""),
-                "  ",
+                "\n",
+                indent,
                 (seats, dim or "$text-muted"),
-                "  ",
-                status,
+                *(("  ", status) if fits or not status else ("\n", indent, status)),
             )
             options.append(Option(prompt, id=preset.name))
         return options + self._model_options(width)
+
+    def _room(self) -> int:
+        """The columns a row has: the screen's, less the panel's share of it, frame, padding and scrollbar
+        (modals.tcss: 90% up to 110, a round border, padding 2)."""
+        return min(self.app.size.width * 9 // 10, 110) - 2 - 4 - 2
 
     def _model_options(self, width: int) -> list[Option | None]:
         """Ollama's models, after the presets: each one a Self-MoA for this session."""
@@ -123,6 +132,12 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
     def offer_ollama(self, models: tuple[str, ...] | None) -> None:
         """Ollama answered while the picker was open: show its models (the highlighted row stays)."""
         self.ollama = models
+        self._rebuild()
+
+    def on_resize(self) -> None:
+        self._rebuild()  # a row's needs move to a line of their own, or back, with the width
+
+    def _rebuild(self) -> None:
         options = self.query_one(OptionList)
         highlighted = options.highlighted_option
         options.clear_options()

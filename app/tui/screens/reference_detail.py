@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ..host import Copier
+from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS, ReferenceCard
 
@@ -55,6 +56,7 @@ class ReferenceDetail(ModalScreen[None]):
                 empty.display = not self.text
                 yield empty
             yield Static(Content.assemble(("Esc", "bold"), " close · ", ("c", "bold"), " copy"), classes="modal-hint")
+        yield dialog_footer()
 
     def on_mount(self) -> None:
         # The card's text grows while it runs (a few times a second) and becomes the answer, or empty, when it

@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 from ...store import SessionStore, SessionSummary
 from ...text.inert import inert
 from ...text.wording import plural
+from ..widgets.footer import dialog_footer
 
 
 def describe(session: SessionSummary, *, now: float | None = None) -> Content:
@@ -70,6 +71,7 @@ class SessionsScreen(ModalScreen[str | None]):
                 ),
                 classes="modal-hint",
             )
+        yield dialog_footer()
 
     def on_mount(self) -> None:
         self.refill("")
@@ -156,6 +158,7 @@ class RenameSession(ModalScreen[str | None]):
             yield Static(
                 Content.assemble(("Enter", "bold"), " save · ", ("Esc", "bold"), " cancel"), classes="modal-hint"
             )
+        yield dialog_footer()
 
     @on(Input.Submitted)
     def save(self, event: Input.Submitted) -> None:
@@ -188,6 +191,7 @@ class ConfirmDelete(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(Content("Delete  [y]"), id="delete", variant="error")
                 yield Button(Content("Keep  [n]"), id="keep")
+        yield dialog_footer()
 
     def on_mount(self) -> None:
         self.query_one("#keep", Button).focus()

@@ -19,6 +19,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from ...text.inert import inert
 from ...text.wording import plural
+from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
 from ..widgets.reply import PanelAnswer
@@ -88,6 +89,7 @@ class SideBySide(ModalScreen[None]):
                             with VerticalScroll(classes="sbs-scroll"):
                                 yield ReplyMarkdown(answer_markdown(answer))
             yield Static(self._hint(), classes="modal-hint")
+        yield dialog_footer()
 
     def _hint(self) -> Content:
         if len(self.answers) < 2:

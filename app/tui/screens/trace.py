@@ -28,6 +28,7 @@ from ...store import SessionStore, StoredTurn
 from ...store.traces import read_traces, trace_path
 from ...text.inert import inert
 from ...text.wording import plural
+from ..widgets.footer import dialog_footer
 from ..widgets.reference_card import WORDS
 
 # A trace's time is rounded to the millisecond and a turn's start is not: a call that ended within a
@@ -236,6 +237,7 @@ class TraceScreen(ModalScreen[None]):
                 ),
                 classes="modal-hint",
             )
+        yield dialog_footer()
 
     def on_mount(self) -> None:
         self._load()

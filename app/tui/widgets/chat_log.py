@@ -269,7 +269,9 @@ class Welcome(Static):
 
     It takes the height the log has left and stands in the middle of it (chat.tcss), instead of a few lines
     pinned to the bottom of an empty screen. Its lines never wrap, so the height it needs is known: a notice
-    mounted under it takes room from it down to that, and only then does the log scroll.
+    mounted under it takes room from it down to that, and only then does the log scroll. On a short screen
+    (60×20 with a notice under it) it first gives up its blank lines, then the two lines about what moa-chat
+    does, then its name: the preset, its models and the keys always show, whole, never cut at the top.
     """
 
     def __init__(self, preset: Preset, keys: dict[str, str] | None = None) -> None:
@@ -310,7 +312,19 @@ class Welcome(Static):
             keys_line((key("toggle_sidebar", "F4"), "sidebar"), (key("help", "F1"), "help")),
         ]
         super().__init__(Content("\n").join(lines), classes="welcome")
-        self.styles.min_height = len(lines)
+        self._lines = lines
+        # What gives way, a group at a time, when the log is shorter than every line: the blank lines, then what
+        # moa-chat does, then its name.
+        self._spare = ({len(lines) - 3}, {3}, {1, 2}, {0})
+        self.styles.min_height = len(lines) - sum(len(group) for group in self._spare)
+
+    def render(self) -> Content:
+        dropped: set[int] = set()
+        for group in self._spare:
+            if len(self._lines) - len(dropped) <= self.size.height:
+                break
+            dropped |= group
+        return Content("\n").join(line for n, line in enumerate(self._lines) if n not in dropped)
 
     @classmethod
     def for_preset(cls, preset: Preset, keys: dict[str, str] | None = None) -> Welcome:

@@ -22,8 +22,9 @@ from ..textual_internals import footer_keys_at_compose, forget_detached_watchers
 class KeyFooter(Footer):
     _pending = False
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, *, id: str | None = None, palette: bool = True) -> None:
+        """`palette`: show the command palette's key at the right edge (the chat's footer; a dialog's does not)."""
+        super().__init__(id=id, show_command_palette=palette)
         footer_keys_at_compose(self)  # in the first frame, not a refresh later (textual_internals says why)
 
     _shown: object = None
@@ -57,3 +58,12 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         await super().recompose()
         forget_detached_watchers(self)
+
+
+def dialog_footer() -> KeyFooter:
+    """The footer a dialog composes last, over the chat's: the dialog's own keys (Close, Allow once, Rename…).
+
+    Without it the chat's footer showed under a dialog, offering F2, F4, Ctrl+N and the rest, none of which
+    works while the dialog is open (a modal screen's bindings stop at the screen, Textual's
+    `_modal_binding_chain`). The palette's key is left out too: its commands act on the chat behind."""
+    return KeyFooter(palette=False)

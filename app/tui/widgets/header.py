@@ -5,9 +5,14 @@ One line, whatever the width: the parts give way in order (the app's name, then 
 the totals always show, and so does a missing key: without it, the next prompt fails.
 
 The cost shows once some call had a price: "$0.0123", or "$0.0123+" when other calls used tokens at no
-known price (the sum is then a lower bound: still worth seeing, and the + says what it leaves out). With
-no price at all, or only free local models, there is nothing to add up and nothing shows: a permanent
-"cost n/a" would say the same thing on every screen to everyone who uses unpriced or local models.
+known price (the sum is then a lower bound: still worth seeing, and the + says what it leaves out). A model
+on this machine has a price too, nothing, so a turn on one shows "$0" where a paid model's turn shows what
+it cost: `sessions`, the export and `ask` say the same. With no price at all nothing shows: a permanent
+"cost n/a" would say the same thing on every screen to everyone who uses unpriced models. The demo's
+simulated models are no model at all, so their "$0" is left out: it would compare nothing with nothing.
+
+The tokens are those the providers reported. When calls were made and none reported any (llama.cpp's server
+sends no usage in a stream), the header says "tokens n/a": a "0 tokens" would claim the turn used none.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from ...session import UsageLedger
 from ...text.inert import inert
 
 GAP = 2  # columns between the left part and the totals, at least
+SIMULATED = "demo"  # the provider whose models are simulated: their price of nothing is not shown
 
 
 class StatusHeader(Widget):
     def __init__(self, preset: Preset, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.preset = preset
-        self.tokens = 0
+        self.tokens: int | None = 0  # None: calls were made, and no provider reported tokens
         self.cost: float | None = None  # dollars: the sum of what is known
         self.cost_complete = True  # every call that used tokens had a price
 
@@ -40,13 +46,16 @@ class StatusHeader(Widget):
         return None if state.runnable else state.needs or "a fix"
 
     def cost_text(self) -> str | None:
-        if not self.cost:
+        if self.cost is None:
             return None
         return cost_label(self.cost, complete=self.cost_complete)
 
     def _right(self) -> Content:
-        noun = "token" if self.tokens == 1 else "tokens"
-        parts = [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
+        if self.tokens is None:
+            parts = [("tokens ", "$text-muted"), ("n/a", "bold")]
+        else:
+            noun = "token" if self.tokens == 1 else "tokens"
+            parts = [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
         cost = self.cost_text()
         if cost is not None:
             parts += [(" · ", "$text-muted"), (cost, "bold")]
@@ -89,6 +98,10 @@ class StatusHeader(Widget):
         if preset is not None:
             self.preset = preset
         if ledger is not None:
-            self.cost, self.cost_complete = ledger.cost(), ledger.cost_complete()
-            self.tokens = ledger.usage().total_tokens
+            records = ledger.records
+            priced = [r.cost for r in records if r.cost is not None and r.label.partition(":")[0] != SIMULATED]
+            self.cost = ledger.cost() if priced else None
+            self.cost_complete = ledger.cost_complete()
+            reported = any(r.usage is not None for r in records) or not records
+            self.tokens = ledger.usage().total_tokens if reported else None
         self.refresh()

@@ -1,7 +1,8 @@
 """A card in the sidebar: one reference (or the aggregator) and how its part of the turn is going.
 
 While a reference runs its card shows the end of what it has written so far, on one line, and how fast it
-writes; once a call is priced (config `pricing:`, or the provider's own figure), what it cost.
+writes (a reasoning model that has only thought so far: "thinking…", and how fast it thinks); once a call is
+priced (config `pricing:`, or the provider's own figure), what it cost.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ class ReferenceCard(Widget, can_focus=True):
         self.retry: CallRetrying | None = None  # while running: the retry it is waiting for
         self.retry_at = 0.0
         self.rate: float | None = None  # tokens per second while it writes
+        self.thinking = False  # a running reasoning model that has thought and written nothing yet
         self.cost: float | None = None  # dollars, when priced
         self.cost_partial = False  # the aggregator's rounds: some used tokens at no known price
         self._frame = 0
@@ -130,7 +132,7 @@ class ReferenceCard(Widget, can_focus=True):
     def reset(self, status: str = "queued") -> None:
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
         self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
-        self.rate, self.cost, self.cost_partial = None, None, False
+        self.rate, self.cost, self.cost_partial, self.thinking = None, None, False, False
         self._set_status(status)
 
     def add_cost(self, cost: float | None, *, used_tokens: bool) -> None:
@@ -162,6 +164,7 @@ class ReferenceCard(Widget, can_focus=True):
             self.tokens, self.tokens_estimated = event.chunks, True
             self.rate = _rate(event)
             self.text = event.text
+            self.thinking = not event.text and event.thinking_seconds is not None
             self._changed()  # a first line of text, or the facts taking another line, make it taller
         elif isinstance(event, ReferenceFinished):
             self.retry, self.rate = None, None
@@ -262,7 +265,7 @@ class ReferenceCard(Widget, can_focus=True):
     def _preview(self, width: int) -> str | None:
         """The last of what a running reference has written, as one line that fits."""
         if not self.tail:
-            return None
+            return "  thinking…" if self.thinking and self.status == "running" else None
         line = inert(" ".join(self.tail.split()))
         room = width - 2
         if cell_len(line) > room:
@@ -343,10 +346,13 @@ def _within(ttft: float | None, elapsed: float | None) -> float | None:
 
 def _rate(event: ReferenceProgress) -> float | None:
     """Tokens per second since the first one (a chunk is about a token): the model's writing speed, not
-    diluted by the wait for it to start."""
-    if event.first_token_seconds is None:
+    diluted by the wait for it to start; while it only thinks, since its first reasoning delta."""
+    # A reasoning model's chunks count its thinking too: its speed runs from whichever came first.
+    starts = [s for s in (event.first_token_seconds, event.thinking_seconds) if s is not None]
+    if not starts:
         return None
-    writing = event.seconds - event.first_token_seconds
+    began = min(starts)
+    writing = event.seconds - began
     return event.chunks / writing if writing >= RATE_AFTER else None
 
 

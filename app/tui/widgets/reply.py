@@ -24,7 +24,9 @@ from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...text.inert import inert
 from ...text.wording import plural
+from . import thinking
 from .rows import repeated_line
+from .thinking import ThinkingBlock, Thought
 from .tool_block import ToolBlock
 
 if TYPE_CHECKING:  # the Markdown widgets are imported where a reply first needs them (DEFERRED in tui/app.py)
@@ -193,10 +195,29 @@ class PanelAnswer:
 
 
 class ReplyMeta(Static):
-    """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers."""
+    """The reply's footer: preset, aggregator, time, tokens, version. A click shows the panel's answers.
+
+    The version ("version 1/2") is never cut: it is what F9 and F10 step through. When the line is too long
+    for the column, the facts before it give way, from their end, with an ellipsis."""
 
     class Clicked(Message):
         pass
+
+    def __init__(self, facts: Content, version: str, *, classes: str) -> None:
+        super().__init__(classes=classes)
+        self.facts, self.version = facts, version
+
+    def show(self, facts: Content, version: str) -> None:
+        self.facts, self.version = facts, version
+        self.refresh()
+
+    def render(self) -> Content:
+        if not self.version:
+            return self.facts
+        tail = Content(f" · {self.version}")
+        room = self.size.width - tail.cell_length
+        facts = self.facts if self.facts.cell_length <= room else self.facts.truncate(max(room, 1), ellipsis=True)
+        return Content.assemble(facts, tail)
 
     def on_click(self) -> None:
         self.post_message(self.Clicked())
@@ -207,7 +228,7 @@ class _Shown:
     """What a finished reply showed, to build it again after the log folded it away (chat_log.py)."""
 
     text: str
-    parts: tuple[str | ToolCallEvent, ...]  # its text runs and tool calls, in order
+    parts: tuple[str | ToolCallEvent | Thought, ...]  # its text runs, tool calls and thoughts, in order
     ended: tuple[str, str | None, float | None, int, str | None]  # as AssistantReply._end took it
     panel: tuple[PanelAnswer, ...]
     version: tuple[int, int]
@@ -231,7 +252,7 @@ class AssistantReply(Vertical):
         self._facts: list[str] = []
         self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
         self._shown: _Shown | None = None  # set when built again from what it showed
-        self._parts: list[str | ToolBlock] = []  # the text runs (once closed) and tool blocks, in order
+        self._parts: list[str | ToolBlock | ThinkingBlock] = []  # text runs (once closed), tool and thinking blocks
         self._ended: tuple[str, str | None, float | None, int, str | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
@@ -271,12 +292,19 @@ class AssistantReply(Vertical):
         if self._segment is None:
             from .markdown import ReplyMarkdown
 
+            thinking.settle(self)
             self.set_status(None)
             widget = ReplyMarkdown(classes="reply-markdown")
             await self.mount(widget)
             self._segment = _Segment(widget, len(self.text))
         self.text += text
         self._segment.write(text)
+
+    async def think(self, text: str) -> None:
+        """A reasoning model's thinking, shown folded above what it writes next (thinking.py)."""
+        if (block := await thinking.feed(self, text)) is not None:
+            self._parts.append(block)
+            self.set_status(f"{self.aggregator} is thinking…")
 
     @property
     def settled(self) -> bool:
@@ -321,6 +349,7 @@ class AssistantReply(Vertical):
         block = self._tools.get(key)
         if block is None:
             await self._close_segment()
+            thinking.settle(self)
             block = ToolBlock(event)
             self._tools[key] = block
             self._parts.append(block)
@@ -344,6 +373,7 @@ class AssistantReply(Vertical):
         self, status: str, error: str | None, seconds: float | None, tokens: int, warning: str | None = None
     ) -> None:
         self.set_status(None)
+        thinking.settle(self)
         self._ended = (status, error, seconds, tokens, warning)
         await self.mount_all(self._ending(status, error, seconds, tokens, warning))
         self._mark(_MARKS.get(status, status))
@@ -371,18 +401,18 @@ class AssistantReply(Vertical):
         if status in ("cancelled", "failed", "interrupted", "cut_off"):
             facts.insert(0, status.replace("_", " "))
         self._facts = facts
-        widgets.append(ReplyMeta(self._meta(), classes=f"reply-meta -{status}"))
+        widgets.append(ReplyMeta(*self._meta(), classes=f"reply-meta -{status}"))
         return widgets
 
-    def _meta(self) -> Content:
+    def _meta(self) -> tuple[Content, str]:
+        """The footer's facts, and its version ("" for an exchange with one)."""
         which, count = self.version
-        facts = [*self._facts, f"version {which}/{count}"] if count > 1 else self._facts
-        return Content(" · ".join(facts))
+        return Content(" · ".join(self._facts)), f"version {which}/{count}" if count > 1 else ""
 
     def show_version(self, which: int, count: int) -> None:
         self.version = (which, count)
         for meta in self.query(ReplyMeta):
-            meta.update(self._meta())
+            meta.show(*self._meta())
 
     def on_reply_meta_clicked(self, event: ReplyMeta.Clicked) -> None:
         event.stop()
@@ -418,7 +448,7 @@ class AssistantReply(Vertical):
         if self._shown is not None:
             shown = dataclasses.replace(self._shown, version=self.version)
         elif self._ended is not None:
-            parts = tuple(part.event if isinstance(part, ToolBlock) else part for part in self._parts)
+            parts = tuple(part.event if isinstance(part, ToolBlock | ThinkingBlock) else part for part in self._parts)
             shown = _Shown(self.text, parts, self._ended, self.panel, self.version)
         else:
             return None
@@ -441,6 +471,8 @@ class AssistantReply(Vertical):
         for part in shown.parts:
             if isinstance(part, str):
                 widgets.append(ReplyMarkdown(part, classes="reply-markdown"))
+            elif isinstance(part, Thought):
+                widgets.append(ThinkingBlock.folded(part))
             else:
                 block = ToolBlock(part)
                 self._tools[f"{part.iteration}:{part.call_id}"] = block
@@ -453,9 +485,12 @@ class AssistantReply(Vertical):
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
         widgets: list[Widget] = []
         texts = []
+        thoughts, rounds = thinking.stored(turn), 0
         for message in messages:
             if message.get("role") != "assistant":
                 continue
+            rounds += 1
+            widgets += thinking.folded(thoughts.get(rounds))
             content = str(message.get("content") or "")
             if content:
                 texts.append(content)

@@ -10,10 +10,13 @@ from textual.message import Message
 from textual.widgets import Static
 
 from ...config import Config, Preset
+from ...config.pricing import cost_label
 from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
+    AgreementChecked,
     CallRetrying,
+    LayersDecided,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -34,18 +37,31 @@ PanelEvent = (
     | AggregatorStarted
     | AggregatorFinished
     | CallRetrying
+    | AgreementChecked
+    | LayersDecided
 )
 
 
 class ReferenceSidebar(VerticalScroll, can_focus=False):
     # Shift+Tab on the first card goes back to the prompt (where Tab came from), not into the chat log.
     BINDINGS = [Binding("shift+tab", "back", "Back", show=False)]
+    DEFAULT_CSS = """
+    ReferenceSidebar .sidebar-layers {
+        margin: 1 0 0 0;
+        color: $text-muted;
+    }
+    """
 
     def __init__(self, preset: Preset, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.preset = preset
         self._cards: list[ReferenceCard] = []
         self._aggregator: ReferenceCard | None = None
+        # `layers: auto`: each layer's title and cards (a layer that did not run is hidden), and the line that
+        # says how many layers ran and why.
+        self._layer_widgets: dict[int, list[Static | ReferenceCard]] = {}
+        self._layers_line: Static | None = None
+        self._layers_text = ""
 
     def compose(self) -> ComposeResult:
         yield from self._widgets(self.preset)
@@ -64,13 +80,19 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             preset.aggregator.label, aggregator=True, needs=missing.get(preset.aggregator.provider)
         )
         groups: list[Static | ReferenceCard] = []
+        self._layer_widgets = {}
         for layer in range(1, preset.layers + 1):
             cards = [card for card, seat in zip(self._cards, seats, strict=True) if seat.layer == layer]
             count = len(cards)
             title = plural(count, "reference")
             if preset.layers > 1:
                 title = f"Layer {layer} · {title}"
-            groups += [Static(title, classes="sidebar-title"), *cards]
+            self._layer_widgets[layer] = [Static(title, classes="sidebar-title"), *cards]
+            groups += self._layer_widgets[layer]
+        self._layers_text = self._layers_plan()
+        self._layers_line = Static(self._layers_text, classes="sidebar-layers") if preset.auto_layers else None
+        if self._layers_line is not None:
+            groups.append(self._layers_line)
         return [
             *groups,
             Static("Aggregator", classes="sidebar-title"),
@@ -107,8 +129,33 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         assert self._aggregator is not None, "the sidebar is composed"
         return self._aggregator
 
+    def _layers_plan(self) -> str:
+        return f"Layers: auto, up to {self.preset.layers}"
+
+    def _say_layers(self, text: str) -> None:
+        self._layers_text = text
+        if self._layers_line is not None:
+            self._layers_line.update(text)
+
+    def _decided(self, event: LayersDecided) -> None:
+        """The layers that did not run leave the panel; the line says how many ran, and why."""
+        for layer, widgets in self._layer_widgets.items():
+            if layer > event.layers_run:
+                for widget in widgets:
+                    if isinstance(widget, ReferenceCard):
+                        widget.reset("idle")
+                    widget.display = False
+        self._say_layers(event.line)
+
     def apply(self, event: PanelEvent) -> None:
         """Hand `event` to the card it is about: a reference's by its index, else the aggregator's."""
+        if isinstance(event, LayersDecided):
+            self._decided(event)
+            return
+        if isinstance(event, AgreementChecked):
+            if event.record is None or event.record.status != "cancelled":
+                self._say_layers(f"After layer {event.layer}: {event.reason}")
+            return
         if isinstance(event, AggregatorStarted | AggregatorFinished):
             card: ReferenceCard | None = self.aggregator_card
         elif isinstance(event, CallRetrying) and event.role == "aggregator":
@@ -126,6 +173,10 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         for card in self.cards():
             card.reset("queued")
         self.aggregator_card.reset("waiting")
+        for widgets in self._layer_widgets.values():
+            for widget in widgets:
+                widget.display = True
+        self._say_layers(self._layers_plan())
 
     def end_turn(self, status: str, error: str | None, ledger: UsageLedger | None = None) -> None:
         """Whatever is still open when the turn ends takes the turn's outcome; the aggregator card shows
@@ -138,6 +189,7 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
                 self.aggregator_card.cost = ledger.cost("aggregator")
                 self.aggregator_card.cost_partial = not ledger.cost_complete("aggregator")
                 self.aggregator_card.refresh(layout=True)
+            self._agreement_cost(ledger)
         for card in self.cards():
             if card.status in ("queued", "running"):
                 card.finish("cancelled" if status == "cancelled" else "failed", error)
@@ -147,6 +199,13 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         elif status != "ok":
             # The card keeps the reason its own call reported, when it has one; else the turn's.
             aggregator.finish(status if status in ("cancelled", "cut_off") else "failed", aggregator.error or error)
+
+    def _agreement_cost(self, ledger: UsageLedger) -> None:
+        """`layers: auto`: what the agreement checks cost, after the line that says how many layers ran."""
+        cost = ledger.cost("agreement")
+        if cost:
+            complete = ledger.cost_complete("agreement")
+            self._say_layers(f"{self._layers_text} · checks {cost_label(cost, complete=complete)}")
 
     def focus_first_card(self) -> bool:
         """Focus the first card that is shown; False when none is (the sidebar hidden, or no panel)."""

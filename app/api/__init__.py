@@ -1,0 +1,1 @@
+"""`moa-chat api`: the presets as models behind an OpenAI-compatible chat-completions endpoint."""

@@ -1,0 +1,367 @@
+"""The HTTP side of `moa-chat api`: aiohttp handlers for /v1/models and /v1/chat/completions.
+
+Every request passes one guard first: a browser page from another origin is refused, the bearer token is
+checked, and whatever the request ends as (an answer, an error, a client that left) is logged as one line.
+A completion runs as a turn on the engine's kept threads (`turn.run_turn`) and comes back through an
+asyncio queue. A streamed reply's headers wait for its first text, so a turn that fails before any text is
+an HTTP error with the right status, never a 200 stream that ends in an error; after text, a failure ends
+the stream with an error event and no `finish_reason`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from aiohttp import web
+
+from ..config import Config
+from ..config.pricing import cost_label
+from ..engine import CancelToken, threads
+from ..engine.clock import monotonic
+from ..llm import CallLLM, call_llm_request
+from ..llm.errors import redact
+from ..text.inert import inert
+from .auth import authorized, origin_refusal
+from .catalog import Catalog
+from .guidance_cache import GuidanceCache
+from .saving import ConversationSaver, saving
+from .turn import Failure, Outcome, SinkKind, provider_secrets, run_turn
+from .wire import ApiError, ChunkWriter, CompletionRequest, completion, parse_request, tool_call_parts
+
+MAX_BODY = 4 * 1024 * 1024  # bytes; a long coding conversation fits, a runaway client does not
+MAX_TURNS = 16  # turns in flight at once, server-wide
+RETRY_AFTER = 1  # seconds a client over the cap is asked to wait
+STOP_GRACE = 5.0  # seconds the turns in flight get to end their streams when the server stops
+NOTE = web.RequestKey("moa_note", object)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Settings:
+    token: str
+    cors: str | None = None
+    max_body: int = MAX_BODY
+    max_turns: int = MAX_TURNS
+    progress: bool = False  # the panel's progress as reasoning_content, unless a request says otherwise
+    saver: ConversationSaver | None = None  # --save: each conversation kept as a stored session
+
+
+@dataclass
+class _Note:
+    """What the request log says of one request, filled in as it goes."""
+
+    preset: str = "-"
+    tokens: int | None = None
+    cost: str = ""
+    ended: str = ""  # how a turn ended when not with a reply: "client left", the error's code
+
+
+@dataclass(eq=False)
+class _Live:
+    """A turn in flight: the queue its thread reports to, and the token that cancels it."""
+
+    queue: asyncio.Queue[tuple[SinkKind, object]] = field(default_factory=asyncio.Queue)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    ended: bool = False  # its thread reported the end: nothing left upstream to close
+
+
+class ApiServer:
+    def __init__(
+        self,
+        config: Config,
+        catalog: Catalog,
+        settings: Settings,
+        *,
+        out: TextIO | None = None,
+        call: CallLLM = call_llm_request,
+    ) -> None:
+        self.config, self.catalog, self.settings, self.call = config, catalog, settings, call
+        self.out = out or sys.stdout
+        self.cache = GuidanceCache()
+        self.secrets = provider_secrets(config)
+        self.turns: set[_Live] = set()
+        self.stopping = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.settings.max_body, middlewares=[self._guard])
+        for prefix in ("/v1", ""):  # some clients take the base URL without /v1
+            app.router.add_get(f"{prefix}/models", self.models)
+            app.router.add_post(f"{prefix}/chat/completions", self.completions)
+        return app
+
+    # ------------------------------------------------------------------ every request
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = monotonic()
+        note = _Note()
+        request[NOTE] = note
+        status: int | str = "-"
+        try:
+            response = await self._guarded(request, handler)
+            status = response.status
+            return response
+        except asyncio.CancelledError:
+            status, note.ended = "-", note.ended or "client left"
+            raise
+        finally:
+            self._log(request, note, status, monotonic() - started)
+
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        refusal = origin_refusal(request.headers.get("Origin"), self.settings.cors)
+        if refusal is not None:
+            return self.error(request, ApiError(403, refusal, code="origin_refused"))
+        if request.method == "OPTIONS":  # a preflight from the allowed origin
+            response = web.Response(status=204)
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+            response.headers["Access-Control-Max-Age"] = "600"
+            self._cors(request, response)
+            return response
+        if not authorized(request.headers.get("Authorization"), self.settings.token):
+            missing = "Authorization" not in request.headers
+            message = "no API key: send the header Authorization: Bearer <token>" if missing else "invalid API key"
+            return self.error(request, ApiError(401, message, code="invalid_api_key"))
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:  # an unknown path or method
+            message = f"{request.method} {request.path}: {exc.reason}"
+            return self.error(request, ApiError(exc.status, message, code=exc.reason.lower().replace(" ", "_")))
+
+    def error(self, request: web.Request, error: ApiError) -> web.Response:
+        note = request.get(NOTE)
+        if isinstance(note, _Note):
+            note.ended = note.ended or (error.code or error.kind)
+        response = web.json_response(error.body(), status=error.status, headers=error.headers)
+        self._cors(request, response)
+        return response
+
+    def _cors(self, request: web.Request, response: web.StreamResponse) -> None:
+        origin = request.headers.get("Origin")
+        if origin is not None and self.settings.cors is not None:  # the guard let it through: it is the one
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Vary"] = "Origin"
+
+    def _log(self, request: web.Request, note: _Note, status: int | str, seconds: float) -> None:
+        tokens = f"{note.tokens:,} tokens" if note.tokens is not None else "- tokens"
+        parts = [time.strftime("%H:%M:%S"), request.method, request.path, note.preset, str(status), f"{seconds:.2f}s"]
+        parts += [tokens, note.cost or "-"]
+        if note.ended:
+            parts.append(f"({note.ended})")
+        # A client's model name may hold escapes or line breaks: one line, made inert.
+        line = inert(redact(" ".join(parts), self.secrets).replace("\n", "\\n"))
+        with contextlib.suppress(OSError, ValueError):  # nobody reads the log any more; the server goes on
+            print(line, file=self.out, flush=True)
+
+    # ------------------------------------------------------------------ the endpoints
+
+    async def models(self, request: web.Request) -> web.StreamResponse:
+        response = web.json_response(self.catalog.models(int(time.time())))
+        self._cors(request, response)
+        return response
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        note = request[NOTE]
+        assert isinstance(note, _Note)
+        try:
+            parsed = parse_request(await self._body(request), self.catalog.default)
+            note.preset = parsed.model
+            preset = self.catalog.preset(parsed.model)
+            if self.stopping:
+                raise ApiError(503, "the server is stopping", kind="server_error", code="server_shutdown")
+            if len(self.turns) >= self.settings.max_turns:
+                raise ApiError(
+                    429,
+                    f"{len(self.turns)} turns are in flight, the most this server runs at once; try again shortly",
+                    kind="rate_limit_error",
+                    code="rate_limit_exceeded",
+                    headers={"Retry-After": str(RETRY_AFTER)},
+                )
+        except ApiError as exc:
+            return self.error(request, exc)
+        live = _Live()
+        self._begin(live)
+        loop = asyncio.get_running_loop()
+
+        def sink(kind: SinkKind, value: object) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the server stopped, nobody waits
+                loop.call_soon_threadsafe(live.queue.put_nowait, (kind, value))
+
+        progress = parsed.progress if parsed.progress is not None else self.settings.progress
+        saver = self.settings.saver
+        run_turn(
+            self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
+            call=self.call, on_end=saving(saver, preset, parsed.messages) if saver is not None else None,
+        )  # fmt: skip
+        try:
+            if parsed.stream:
+                return await self._stream(request, parsed, live, note, progress)
+            return await self._whole(request, parsed, live, note)
+        finally:
+            # Ended, or the client left (the handler is cancelled): close what still streams upstream, off
+            # the loop, since closing a stream can block.
+            if not live.ended:
+                threads.KEPT.start(live.cancel.cancel, "moa-api-cancel")
+            self._end(live)
+
+    async def _body(self, request: web.Request) -> object:
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise ApiError(
+                413, f"the request body is over {self.settings.max_body:,} bytes", code="request_too_large"
+            ) from None
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ApiError(400, f"the request body is not JSON: {exc}", code="invalid_json") from None
+
+    async def _whole(
+        self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note
+    ) -> web.StreamResponse:
+        while True:
+            kind, value = await live.queue.get()
+            live.ended = kind in ("done", "failed")
+            if kind == "done":
+                assert isinstance(value, Outcome)
+                self._account(note, value)
+                body = completion(
+                    parsed.model,
+                    value.text,
+                    value.tool_calls,
+                    _finish(value),
+                    value.usage(),
+                    value.extension(parsed.model),
+                )
+                response = web.json_response(body, dumps=_dumps)
+                self._cors(request, response)
+                return response
+            if kind == "failed":
+                assert isinstance(value, Failure)
+                self._account(note, value)
+                return self.error(request, self._final_error(value.error))
+
+    async def _stream(
+        self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note, progress: bool
+    ) -> web.StreamResponse:
+        writer = ChunkWriter(parsed.model)
+        response: web.StreamResponse | None = None
+        if progress:  # progress comes before any text: the stream opens now, and any failure is an event
+            response = await self._open(request, writer)
+        while True:
+            items = [await live.queue.get()]
+            while not live.queue.empty():
+                items.append(live.queue.get_nowait())
+            out: list[bytes] = []
+            ended = False
+            for kind, value in items:
+                live.ended = kind in ("done", "failed")
+                if kind == "delta":
+                    out.append(writer.chunk({"content": value}))
+                elif kind in ("progress", "reasoning"):
+                    out.append(writer.chunk({"reasoning_content": value}))
+                elif kind == "done":
+                    assert isinstance(value, Outcome)
+                    self._account(note, value)
+                    out += self._ending(writer, parsed, value)
+                    ended = True
+                elif kind == "failed":
+                    assert isinstance(value, Failure)
+                    self._account(note, value)
+                    error = self._final_error(value.error)
+                    if response is None and not out:
+                        return self.error(request, error)
+                    note.ended = error.code or error.kind
+                    out.append(writer.event(error.body()))  # no finish_reason, no [DONE]: the reply is not whole
+                    ended = True
+                if ended:
+                    break
+            try:
+                if response is None:
+                    response = await self._open(request, writer)
+                await response.write(b"".join(out))
+                if ended:
+                    await response.write_eof()
+                    return response
+            except ConnectionResetError:  # the client left between two writes: its turn ends (finally, below)
+                note.ended = "client left"
+                if response is None:
+                    raise
+                return response
+
+    async def _open(self, request: web.Request, writer: ChunkWriter) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
+        self._cors(request, response)
+        await response.prepare(request)
+        await response.write(writer.chunk({"role": "assistant", "content": ""}))
+        return response
+
+    def _ending(self, writer: ChunkWriter, parsed: CompletionRequest, outcome: Outcome) -> list[bytes]:
+        out = []
+        if outcome.tool_calls:
+            out.append(writer.chunk({"tool_calls": tool_call_parts(outcome.tool_calls)}))
+        extension = outcome.extension(parsed.model)
+        if parsed.include_usage:
+            out.append(writer.chunk({}, _finish(outcome)))
+            out.append(writer.usage(outcome.usage(), moa_chat=extension))
+        else:
+            out.append(writer.chunk({}, _finish(outcome), moa_chat=extension))
+        out.append(writer.DONE)
+        return out
+
+    def _final_error(self, error: ApiError) -> ApiError:
+        if self.stopping and error.code == "cancelled":
+            return ApiError(503, "the server is stopping; the turn was cancelled", kind="server_error",
+                            code="server_shutdown")  # fmt: skip
+        return error
+
+    def _account(self, note: _Note, result: Outcome | Failure) -> None:
+        ledger = result.ledger
+        if any(record.usage is not None for record in ledger.records):
+            note.tokens = ledger.usage().total_tokens
+        cost = ledger.cost()
+        if cost is not None:
+            note.cost = cost_label(cost, complete=ledger.cost_complete())
+
+    # ------------------------------------------------------------------ turns in flight
+
+    def _begin(self, live: _Live) -> None:
+        self.turns.add(live)
+        self._idle.clear()
+
+    def _end(self, live: _Live) -> None:
+        self.turns.discard(live)
+        if not self.turns:
+            self._idle.set()
+
+    async def stop(self, grace: float = STOP_GRACE) -> int:
+        """Refuse new turns and cancel those in flight, whose streams then end with an error event; waits up
+        to `grace` seconds for them to end. Returns how many were in flight."""
+        self.stopping = True
+        live = list(self.turns)
+        for turn in live:
+            threads.KEPT.start(turn.cancel.cancel, "moa-api-stop")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), grace)
+        return len(live)
+
+
+def _finish(outcome: Outcome) -> str:
+    if outcome.tool_calls and outcome.finish_reason == "stop":
+        return "tool_calls"
+    return outcome.finish_reason
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,253 @@
+"""Issue 31's screen items: a local turn's header, a failed turn kept out of the models' history, dialogs'
+footers, the welcome and the picker at 60×20, an older reply's version, and an MCP approval in the chat."""
+
+from __future__ import annotations
+
+from conftest import write_config
+from moa_chat.config import load_config
+from moa_chat.providers.loopback_server import Reply
+from moa_chat.tui.widgets.header import StatusHeader
+from tui_helpers import make_app, run_turn
+
+LOCAL_ON_THE_TEST_SERVER = """
+providers:
+  local: {{base_url: "{base_url}", max_retries: 0}}
+moa:
+  default_preset: mine
+  presets:
+    mine:
+      reference_models: [{{provider: local, model: smollm2, samples: 2}}]
+      aggregator: {{provider: local, model: smollm2}}
+"""
+
+
+async def test_a_local_turn_shows_tokens_n_a_and_0_dollars_in_the_header(home, llm_server):
+    """llama.cpp's server reports no usage: the header says the tokens are unknown, not 0, and that a turn on
+    this machine cost $0, where a paid model's turn shows what it cost."""
+    config = load_config(write_config(home, LOCAL_ON_THE_TEST_SERVER.format(base_url=llm_server.base_url)))
+    llm_server.script("smollm2", Reply(text="Hello from this machine.", usage_chunk=False))
+    app = make_app(config, "mine")
+    async with app.run_test(size=(120, 36)) as pilot:
+        header = app.query_one(StatusHeader)
+        assert header.render().plain.endswith("0 tokens")  # nothing asked yet: nothing used
+        await run_turn(pilot, "hi")
+        assert header.render().plain.endswith("tokens n/a · $0")
+
+
+async def test_the_demo_header_shows_no_price_for_its_simulated_models(home):
+    config = load_config(None)
+    app = make_app(config, "demo")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "hi")
+        text = app.query_one(StatusHeader).render().plain
+        assert text.rstrip().endswith("tokens") and "$" not in text
+
+
+# --------------------------------------------------------------------------- a failed turn's prompt
+
+
+GUIDANCE = "[Mixture-of-Agents guidance"  # the panel's answers reach the aggregator as a user message after the history
+
+
+def _conversation(request) -> list[dict]:
+    return [
+        m
+        for m in request.body["messages"]
+        if m["role"] != "system" and not (isinstance(m["content"], str) and m["content"].startswith(GUIDANCE))
+    ]
+
+
+def _prompts(request) -> list[str]:
+    return [m["content"] for m in _conversation(request) if m["role"] == "user"]
+
+
+def test_a_failed_prompt_is_not_sent_glued_to_the_next_one(wire_config, llm_server, home):
+    """The models see the answered exchanges and the prompt being sent; the failed prompt stays in the store."""
+    from moa_chat.session import ChatSession
+    from moa_chat.store import SessionStore
+
+    config = wire_config()
+    llm_server.script("agg", [Reply(text="First answer."), Reply(status=500, error="down"), Reply(text="Second.")])
+    store = SessionStore()
+    session = ChatSession(config, config.preset("wire"), store=store)
+    assert session.send("one").status == "ok"
+    assert session.send("two, which fails").status == "failed"
+    assert session.send("two again").status == "ok"
+    *_, last = llm_server.requests_for("agg")
+    assert _prompts(last) == ["one", "two again"]
+    roles = [m["role"] for m in _conversation(last)]
+    assert roles == ["user", "assistant", "user"]  # no two prompts in a row
+    for reference in ("ref-a", "ref-b", "ref-c"):
+        *_, asked = llm_server.requests_for(reference)
+        assert _prompts(asked) == ["one", "two again"], _prompts(asked)
+        assert "two, which fails" not in str(asked.body["messages"])
+    # Kept where a reader looks: the store holds the failed exchange, marked failed.
+    history = session.history()
+    assert [e.prompt for e in history] == ["one", "two, which fails", "two again"]
+    assert history[1].turn is not None and history[1].turn.status == "failed" and not history[1].reply
+
+
+def test_a_continued_session_leaves_its_failed_prompt_out_too(wire_config, llm_server, home, capsys):
+    from moa_chat.cli import main
+
+    wire_config()
+    llm_server.script("agg", [Reply(status=500, error="down"), Reply(text="Answered.")])
+    assert main(["ask", "the question"]) == 1
+    assert main(["ask", "-c", "the question, again"]) == 0
+    capsys.readouterr()
+    requests = llm_server.requests_for("agg")
+    assert len(requests) == 2
+    assert _prompts(requests[-1]) == ["the question, again"]
+
+
+# --------------------------------------------------------------------------- the welcome at 60×20
+
+KEYLESS = (
+    "No API key found, so moa-chat starts on the offline demo preset (simulated models). To use real models: "
+    "export OPENROUTER_API_KEY=... and run `moa-chat --preset frontier`."
+)
+
+
+async def test_the_welcome_is_whole_at_60_by_20_with_the_keyless_notice_under_it(home):
+    from moa_chat.tui.widgets.chat_log import ChatLog, Welcome
+    from tui_helpers import settle
+
+    app = make_app(load_config(None), "demo", notice=KEYLESS)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        log, welcome = app.query_one(ChatLog), app.query_one(Welcome)
+        assert log.scroll_y == 0 and log.max_scroll_y == 0  # nothing scrolled out of sight at the top
+        text = welcome.render().plain
+        assert welcome.region.y >= log.region.y
+        preset = app.session.preset
+        for must in (preset.name, *(slot.label for slot in preset.references), preset.aggregator.label):
+            assert must in text
+        assert "F2 presets" in text and "F1 help" in text
+        assert len(text.splitlines()) <= welcome.size.height
+    app = make_app(load_config(None), "demo", notice=KEYLESS)
+    async with app.run_test(size=(120, 36)) as pilot:  # with room, every line
+        await settle(pilot)
+        assert "Ask anything." in app.query_one(Welcome).render().plain
+
+
+# --------------------------------------------------------------------------- F2 at 60×20
+
+
+def _drawn(widget) -> str:
+    """What a widget draws, row by row."""
+    from textual.geometry import Region
+
+    width, height = widget.size
+    return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
+
+
+async def test_the_pickers_needs_are_whole_at_60_columns_and_beside_the_models_at_120(home):
+    from moa_chat.tui.screens.preset_picker import PresetPicker
+    from textual.widgets import OptionList
+    from tui_helpers import wait_until
+
+    for size, beside in (((60, 20), False), ((120, 36), True)):
+        app = make_app(load_config(None), "demo")
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("f2")
+            await wait_until(pilot, lambda app=app: isinstance(app.screen, PresetPicker))
+            await pilot.pause()
+            options = app.screen.query_one(OptionList)
+            frontier = options.get_option("frontier").prompt
+            lines = frontier.plain.splitlines()
+            assert any(line.strip() == "needs OPENROUTER_API_KEY" for line in lines) is not beside, lines
+            assert all(len(line) <= options.scrollable_content_region.width for line in lines if "needs" in line)
+            options.highlighted = options.get_option_index("frontier")
+            await pilot.pause()
+            assert "needs OPENROUTER_API_KEY" in _drawn(options)
+
+
+# --------------------------------------------------------------------------- a reply's version at 120 columns
+
+LONG_AGGREGATOR = "an-aggregator-whose-model-name-runs-on-and-on-like-a-router-id-does"
+
+
+async def test_an_older_replys_footer_keeps_its_version_whole_at_120_columns(home, wire_config, llm_server):
+    from moa_chat.store import SessionStore
+    from moa_chat.tui.app import MoAChatApp
+    from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
+    from tui_helpers import stored_session, wait_until
+
+    config = wire_config(f"aggregator: {{provider: wire, model: {LONG_AGGREGATOR}}}")
+    session = stored_session(config, SessionStore(home / "sessions.db"))
+    app = MoAChatApp(config, config.preset("wire"), session=session, theme="textual-dark", remember_theme=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "first")
+        await pilot.press("ctrl+g")  # a second version of the first exchange
+        await wait_until(pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().finished)
+        await run_turn(pilot, "second")
+        older = app.query(AssistantReply).first().query_one(ReplyMeta)
+        drawn = _drawn(older)
+        assert drawn.rstrip().endswith("· version 2/2"), drawn
+        assert "…" in drawn  # the line is longer than the column: the facts gave way, not the version
+
+
+# --------------------------------------------------------------------------- a dialog's footer
+
+
+def _dialogs(app, store):
+    """Every dialog the chat opens, built as the chat builds it."""
+    from moa_chat.tools.approval import ApprovalRequest
+    from moa_chat.tui.keys import help_rows
+    from moa_chat.tui.screens.approval import ApprovalScreen
+    from moa_chat.tui.screens.confirm import ConfirmScreen
+    from moa_chat.tui.screens.help import HelpScreen
+    from moa_chat.tui.screens.model_picker import ModelPicker
+    from moa_chat.tui.screens.panel import PanelAnswers
+    from moa_chat.tui.screens.preset_picker import PresetPicker
+    from moa_chat.tui.screens.reference_detail import ReferenceDetail
+    from moa_chat.tui.screens.session_browser import ConfirmDelete, RenameSession, SessionsScreen
+    from moa_chat.tui.screens.side_by_side import SideBySide
+    from moa_chat.tui.screens.trace import TraceScreen
+    from moa_chat.tui.widgets.reply import PanelAnswer
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+
+    answers = (PanelAnswer("wire:ref-a", "done", "alpha", None), PanelAnswer("wire:ref-b", "done", "beta", None))
+    sid = store.create_session("wire", "a stored session")
+    card = app.query_one(ReferenceSidebar).cards()[0]
+    return {
+        "approval": lambda: ApprovalScreen(ApprovalRequest("c1", "write_file", {"path": "x"})),
+        "confirm": lambda: ConfirmScreen("Over the limit", "Send anyway?"),
+        "help": lambda: HelpScreen(help_rows(app.chat), []),
+        "model picker": lambda: ModelPicker(app.config, "wire", as_aggregator=True),
+        "panel": lambda: PanelAnswers(answers, "wire:agg"),
+        "preset picker": lambda: PresetPicker(app.config, "wire"),
+        "reference detail": lambda: ReferenceDetail(card, app),
+        "sessions": lambda: SessionsScreen(store),
+        "rename": lambda: RenameSession("a stored session"),
+        "delete": lambda: ConfirmDelete(store.session(sid)),
+        "side by side": lambda: SideBySide(answers, "wire:agg"),
+        "trace": lambda: TraceScreen(store, sid, traces_on=False),
+    }
+
+
+async def test_a_dialogs_footer_lists_only_the_keys_that_work_in_it(home, wire_config, llm_server):
+    from moa_chat.store import SessionStore
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+    from tui_helpers import wait_until
+
+    app = make_app(wire_config(), "wire")
+    store = SessionStore(home / "sessions.db")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "hello")
+        for name, build in _dialogs(app, store).items():
+            dialog = build()
+            app.push_screen(dialog)
+            await wait_until(pilot, lambda dialog=dialog: app.screen is dialog and bool(dialog.query(FooterKey)))
+            await pilot.pause()
+            footer = dialog.query_one(Footer)
+            assert footer.region.y == app.size.height - 1, name  # the bottom row: the chat's footer is covered
+            shown = {key.key for key in footer.query(FooterKey)}
+            working = {key for key, active in dialog.active_bindings.items() if active.enabled}
+            assert shown and shown <= working, (name, shown - working)
+            # Each one the dialog's own (or a widget's in it), none of the chat's or the app's behind it.
+            owners = {key: dialog.active_bindings[key].node for key in shown}
+            assert all(node is dialog or dialog in node.ancestors for node in owners.values()), (name, owners)
+            dialog.dismiss(None)
+            await wait_until(pilot, lambda dialog=dialog: app.screen is not dialog)
