@@ -10,6 +10,7 @@ import pytest
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
+from moa_chat.tui.widgets import reply as reply_module
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.prompt_input import PromptInput
@@ -381,11 +382,14 @@ async def test_a_hurried_reply_shows_the_rest_at_once():
         assert reply.query_one(ReplyMarkdown).source == CORPUS * 3
 
 
-async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_config, llm_server):
+async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_config, llm_server, monkeypatch):
     """A reply that outran the screen is drained, and it is all on screen before the turn ends: the turn's end
     then needs no frame of its own first, and the prompt loses its busy style in the frame that shows the end
     (a reply that was not drained shows its end first, and the busy style goes a frame later)."""
-    text = CORPUS * 40  # more than the largest batch: drawn quickly as the Markdown is, it outruns the screen
+    # A screen that shows the smallest batch a frame: the text, all here at once, needs about a hundred frames,
+    # so the turn's end arrives while most of it waits (a fast renderer's batches would otherwise catch up).
+    monkeypatch.setattr(reply_module, "BATCH_CHARACTERS", (400, 400))
+    text = CORPUS * 40
     llm_server.script("agg", lambda body: Reply(text=text))  # all at once: far more than the first batch
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 40)) as pilot:
