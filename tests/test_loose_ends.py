@@ -145,6 +145,23 @@ def test_the_local_preset_is_not_runnable_without_its_extra_and_says_the_real_co
     assert asked.returncode == 2 and "pip install 'moa-chat[local]'" in asked.stderr and "shared" not in asked.stderr
 
 
+def test_what_the_local_preset_needs_is_the_command_not_a_fix(monkeypatch):
+    """F2's row and the header say "needs …" from Readiness.needs: for the local preset without its extra that
+    is the command to run (no key is missing), not a bare "needs a fix"."""
+    from moa_chat.config import load_config_text
+    from moa_chat.providers import lifecycle
+    from moa_chat.providers.local import INSTALL_HINT
+    from moa_chat.providers.readiness import readiness
+
+    why = f"needs the local extra (llama-cpp-python): {INSTALL_HINT}"
+    monkeypatch.setitem(lifecycle.PREREQUISITES, "local", lambda: why)
+    config = load_config_text("")
+    state = readiness(config, config.presets["local"])
+    assert not state.runnable
+    assert state.needs == f"the local extra (llama-cpp-python): {INSTALL_HINT}"
+    assert readiness(config, config.presets["frontier"]).needs.endswith("_API_KEY")  # a key still comes first
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_to_ask_stops_its_command_and_ends_the_stored_turn_interrupted(
     wire_config, llm_server, home, tmp_path, number

@@ -114,6 +114,7 @@ class Readiness:
     preset: Preset
     missing: dict[str, str]  # provider: the unset variable holding its key (references' too)
     problem: str | None  # why it cannot run at all (the aggregator's key, an unknown provider), or None
+    lacking: str = ""  # what a provider moa-chat runs itself needs on this machine ("the local extra …: pip …")
 
     @property
     def runnable(self) -> bool:
@@ -121,13 +122,23 @@ class Readiness:
 
     @property
     def needs(self) -> str:
-        """What to set, as a user would type it: "OPENROUTER_API_KEY" or "GROQ_API_KEY, OPENAI_API_KEY"."""
-        return ", ".join(sorted(set(self.missing.values())))
+        """What to set or install, as a user would type it: "OPENROUTER_API_KEY", "GROQ_API_KEY, OPENAI_API_KEY"
+        or "the local extra (llama-cpp-python): pip install 'moa-chat[local]'"."""
+        return ", ".join(sorted(set(self.missing.values()))) or self.lacking
 
 
 def readiness(config: Config, preset: Preset) -> Readiness:
     error, _warning = preflight(config, preset)
-    return Readiness(preset, missing_keys(config, preset), error)
+    return Readiness(preset, missing_keys(config, preset), error, _lacking(config, preset))
+
+
+def _lacking(config: Config, preset: Preset) -> str:
+    """What the first of the preset's own providers that cannot start here needs (its reason, which says
+    "needs …"), or ""."""
+    for name in _managed(config, preset):
+        if (why := lifecycle.unavailable(name)) is not None:
+            return why.removeprefix("needs ")
+    return ""
 
 
 def cycle_order(config: Config) -> list[Preset]:
