@@ -35,11 +35,12 @@ from ..engine.guidance import continues_after_user
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, ChatRequest, LLMCallError, StreamAssembler, TimedOut, call_llm_request, describe_error
 from ..llm.errors import redact
-from ..llm.messages import Message
+from ..llm.messages import Message, assistant, tool_result
 from ..llm.stream import ToolCall
 from ..session.ledger import UsageLedger
 from ..store import StoredCall
 from .guidance_cache import GuidanceCache, turn_hash
+from .own_tools import OwnTools
 from .wire import ApiError, CompletionRequest
 
 SinkKind = Literal["delta", "reasoning", "progress", "done", "failed"]
@@ -135,11 +136,12 @@ def run_turn(
     progress: bool,
     call: CallLLM = call_llm_request,
     on_end: OnEnd | None = None,
+    read_tools: bool = False,
 ) -> None:
     """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed."""
 
     def work() -> None:
-        end = _run(config, preset, request, sink, cancel, cache, progress, call)
+        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools)
         if on_end is not None:
             on_end(end)
         sink("done" if isinstance(end, Outcome) else "failed", end)
@@ -156,6 +158,7 @@ def _run(
     cache: GuidanceCache,
     progress: bool,
     call: CallLLM,
+    read_tools: bool = False,
 ) -> Outcome | Failure:
     began = monotonic()
     ledger = UsageLedger()
@@ -180,16 +183,36 @@ def _run(
         message_filter=model_filter(config),
     )  # fmt: skip
     engine.cache = cache
-    reply = StreamAssembler()
+    own = OwnTools(config, preset) if read_tools else None
+    offered = own.offered(request.tools) if own is not None else request.tools
+    conversation, texts = list(request.messages), []
+    limit = preset.max_iterations or config.max_iterations
     try:
-        engine.aggregate(request.messages, request.tools, reply)
+        while True:
+            reply = StreamAssembler()
+            engine.aggregate(conversation, offered, reply)
+            texts.append(reply.text)
+            asked = reply.tool_calls()
+            mine = [c for c in asked if own is not None and own.ours(c, request.tools)]
+            # The client's calls go back to it (a round with both: the client's alone); the server's own are
+            # answered here and the aggregator asked again, up to the preset's tool rounds.
+            if not mine or len(mine) < len(asked) or engine.iteration >= limit:
+                break
+            assert own is not None
+            conversation.append(assistant(reply.text or None, [call.as_message_part() for call in mine]))
+            conversation += [tool_result(call.id, own.run(call, cancel)) for call in mine]
+            cancel.raise_if_cancelled()
     except Cancelled:
         cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
         return Failure(cancelled, ledger, tuple(calls), monotonic() - began)
     except Exception as exc:
         return Failure(upstream_error(exc, provider_secrets(config)), ledger, tuple(calls), monotonic() - began)
+    client_calls = [c for c in reply.tool_calls() if own is None or not own.ours(c, request.tools)]
     finish = reply.finish_reason or "stop"
-    return Outcome(reply.text, reply.tool_calls(), finish, ledger, engine.reused, tuple(calls), monotonic() - began)
+    if finish == "tool_calls" and not client_calls:
+        finish = "stop"
+    text = "".join(texts)
+    return Outcome(text, client_calls, finish, ledger, engine.reused, tuple(calls), monotonic() - began)
 
 
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
