@@ -20,6 +20,7 @@ from ..config import Config, ConfigError, Preset, load_config
 from ..config.adhoc import adhoc_preset, with_preset
 from ..providers import choose_start
 from .api_command import add_arguments as add_api_arguments
+from .eval_command import add_arguments as add_eval_arguments
 from .exit_codes import EXIT_USAGE
 from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
     add_api_arguments(sub.add_parser("api", parents=[common], help="serve the presets as an OpenAI-compatible API"))
+    add_eval_arguments(sub.add_parser("eval", help="measure presets against their own members and baselines on tasks"))
     return parser
 
 
@@ -141,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         gc.enable()
     if args.command == "doctor":
         return _doctor(args.config)
+    if args.command == "eval":
+        from .eval_command import run_eval
+
+        return run_eval(args)
     if args.command in ("sessions", "export"):
         # The store alone: a config with a typo never locks anyone out of what was said.
         return _stored_sessions(args)

@@ -284,6 +284,9 @@ class ChatSession:
                 seconds = round(clock.monotonic() - started, 3)
                 result = TurnResult(status=status, text="", error=error, seconds=seconds, references=())
             else:
+                tracer = self._tracer(preset, saver.turn_id if saver is not None else None)
+                if saver is not None:
+                    saver.tracer = tracer  # a reply asked again after a cut-off is traced under its own turn
                 turn = Turn(
                     self.config,
                     preset,
@@ -297,7 +300,7 @@ class ChatSession:
                     restart_cut_reply=self.restart_cut_reply,
                     answer_extractor=self.answer_extractor,
                     solo=solo,
-                    tracer=self._tracer(preset, saver.turn_id if saver is not None else None),
+                    tracer=tracer,
                 )
                 result = turn.run(for_models(self.messages))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running

@@ -4,19 +4,26 @@ The user's message is committed before any request goes out. The reply is saved 
 most `FLUSH_SECONDS` apart (a crash or `kill -9` loses at most that much text), and marked partial until
 the turn ends; then the turn's messages replace it and every model call is recorded with the turn. All
 of this runs on the turn's thread, never the UI's.
+
+A reply cut off after text arrived and asked for again (ReplyRestarted) is kept as it stood: the turn so far
+ends there, cut off, with its one reply, and the fresh reply goes on in a turn of its own, a regeneration on
+the same answers. The two replies are siblings under the prompt, two versions of the exchange, the cut-off one
+first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 from typing import Any, cast
 
 from ..config import Preset
-from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, clock
+from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
 from ..engine.events import emit
-from ..llm.messages import Message, user
+from ..llm.messages import Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
+from ..store.traces import TraceWriter
 from .turn import TurnResult
 from .turn_events import Event, Notice, Observer
 
@@ -27,9 +34,20 @@ logger = logging.getLogger(__name__)
 class TurnSaver:
     """An observer in front of the front end's: it keeps what the turn reports, then passes it on."""
 
-    def __init__(self, store: SessionStore, session_id: str, user_id: int, turn_id: int, observer: Observer | None):
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        user_id: int,
+        turn_id: int,
+        observer: Observer | None,
+        preset: Preset,
+    ):
         self.store, self.session_id, self.user_id, self.turn_id = store, session_id, user_id, turn_id
         self.observer = observer
+        self.preset = preset  # the turn's: a reply asked again after a cut-off goes on in a turn of its own
+        self.tracer: TraceWriter | None = None  # the turn's traces, written under the stored turn they belong to
+        self._began = clock.monotonic()
         self.calls: list[StoredCall] = []
         self._rounds: list[list[str]] = []  # reply text per aggregator round, in pieces
         self._dirty = False
@@ -54,7 +72,7 @@ class TurnSaver:
         if user_id is None:
             user_id = store.add_message(session_id, _stored(user(prompt or "")), parent_id=parent_id)
         turn_id = store.begin_turn(session_id, user_id, preset, kind=kind)
-        return cls(store, session_id, user_id, turn_id, observer)
+        return cls(store, session_id, user_id, turn_id, observer, preset)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ReplyDelta):
@@ -72,7 +90,45 @@ class TurnSaver:
             if self._rounds and self._rounds[-1]:
                 self._rounds.append([])  # the next round's text starts a new paragraph, as Turn joins them
             self.flush()
+        elif isinstance(event, ReplyRestarted):
+            self._keep_cut_off(event)
         emit(self.observer, event)
+
+    def _keep_cut_off(self, event: ReplyRestarted) -> None:
+        """End the turn so far as cut off, its reply the text that had arrived (an earlier version of the
+        exchange), and go on in a regeneration on the same answers: the fresh reply is its own version. The
+        reference answers are recorded with both turns, with no usage or cost the second time (as a
+        regeneration records them), so that each version has its panel and nothing is counted twice."""
+        if self._failed:
+            return
+        text = "\n\n".join("".join(pieces) for pieces in self._rounds if pieces)
+        if self._rounds:
+            self._rounds[-1] = []  # the fresh reply replaces the round that was cut; earlier rounds stand
+        self._dirty = False
+        answers = [
+            dataclasses.replace(call, record=dataclasses.replace(call.record, usage=None, cost=None))
+            for call in self.calls
+            if call.record.role == "reference"
+        ]
+        try:
+            self.store.finish_turn(
+                self.turn_id,
+                session_id=self.session_id,
+                parent_id=self.user_id,
+                status="cut_off",
+                error=f"the reply from {event.label} was {event.reason}",
+                seconds=round(clock.monotonic() - self._began, 3),
+                messages=[_stored(assistant(text))],
+                calls=self.calls,
+                partial_id=self._partial_id,
+            )
+            self.turn_id = self.store.begin_turn(self.session_id, self.user_id, self.preset, kind="regenerate")
+        except (StoreError, sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
+            self._report(exc)
+            return
+        self.calls, self._partial_id, self._began = answers, None, clock.monotonic()
+        if self.tracer is not None:
+            self.tracer.turn = self.turn_id
 
     def flush(self) -> None:
         if not self._dirty or self._failed:

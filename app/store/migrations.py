@@ -111,6 +111,25 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE calls ADD COLUMN reasoning TEXT;
     """,
+    # 7: eval runs (`moa-chat eval`): what each run asks, and every result as it arrives, so a run resumes.
+    """
+    CREATE TABLE eval_runs (
+        id TEXT PRIMARY KEY,
+        created REAL NOT NULL,
+        updated REAL NOT NULL,
+        spec TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'running'
+    );
+    CREATE TABLE eval_results (
+        run_id TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        job TEXT NOT NULL,
+        record TEXT NOT NULL,
+        created REAL NOT NULL,
+        PRIMARY KEY (run_id, kind, task_id, job)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

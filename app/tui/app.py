@@ -101,6 +101,8 @@ class MoAChatApp(App[int]):
         self.approver = DialogApprover(self)
         make_session = session or (lambda approver: ChatSession(config, preset, approver=approver))
         self.session = make_session(self.approver)
+        # The chat shows a reply cut off after text arrived as an earlier version, and the one asked again.
+        self.session.restart_cut_reply = True
         self.notice = notice
         self._remember_theme = remember_theme
         self._freeze_heap = freeze_heap

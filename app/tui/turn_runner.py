@@ -19,11 +19,10 @@ from functools import partial
 from textual.timer import Timer
 from textual.widget import Widget
 
-from ..engine import AggregatorStarted, CallRetrying, CancelToken, ReferenceFinished
+from ..engine import CancelToken, ReplyRestarted
+from ..engine.panel import panel
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
-from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
-from .widgets import thinking
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -67,20 +66,6 @@ def run_request(session: ChatSession, request: TurnRequest, observer: Observer, 
             return session.edit(text, observer=observer, cancel=cancel)
         case Rerun(aggregator_only):
             return session.rerun(aggregator_only=aggregator_only, observer=observer, cancel=cancel)
-
-
-def waiting_status(event: PanelEvent, sidebar: ReferenceSidebar) -> str | None:
-    """What a reply with no text yet says it waits for, after `event` (None: the event changes nothing)."""
-    if isinstance(event, ReferenceFinished):
-        total = len(sidebar.cards())
-        return f"consulting {plural(total, 'reference')}… {sidebar.finished()}/{total} finished"
-    if isinstance(event, AggregatorStarted):
-        answered = f"{event.references_ok}/{event.references_total}"
-        return f"{event.label} is writing… ({answered} reference{'s' if event.references_total != 1 else ''} answered)"
-    if isinstance(event, CallRetrying) and event.role == "aggregator":
-        attempt = f"attempt {event.attempt} of {event.attempts}"
-        return f"{event.label}: {event.reason} — retrying in {event.delay:.1f}s ({attempt})"
-    return None
 
 
 class TurnRunner:
@@ -133,7 +118,8 @@ class TurnRunner:
         building and sending a request needs it at every step (bench/fanout.py measures the difference). What
         the worker reports meanwhile is held back until the reply is up (`show_reply`)."""
         preset = self.session.preset
-        self.reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references))
+        seats = len(panel(preset))
+        self.reply = AssistantReply(preset.name, preset.aggregator.label, len(preset.references), seats=seats)
         self._cancel = cancel = CancelToken()
         self._bridge = bridge = TurnBridge(self._host.post_message, held=True)
         self._busy(True)
@@ -205,12 +191,13 @@ class TurnRunner:
                 await reply.tool_event(event)
         elif isinstance(event, Notice):
             await log.mount(NoticeLine(event.text, event.level))
+        elif isinstance(event, ReplyRestarted):
+            if reply is not None:
+                await reply.restart(event.reason)
         elif isinstance(event, PanelEvent):
-            if isinstance(event, CallRetrying) and event.role == "aggregator" and reply is not None:
-                thinking.forget(reply)  # the failed attempt's thought: the next one thinks afresh
             sidebar.apply(event)
-            if reply is not None and not reply.text and (status := waiting_status(event, sidebar)) is not None:
-                reply.set_status(status)
+            if reply is not None:
+                reply.panel_event(event)
 
     async def append_text(self, message: ReplyText) -> None:
         text = message.text
@@ -237,7 +224,7 @@ class TurnRunner:
             self._starting = self._host.set_interval(1.0, tick)
             return
         if (waiting := self._waiting(reply)) is not None:
-            waiting.set_status(f"consulting {plural(waiting.references, 'reference')}…")
+            waiting.show_consulting()
         if event.stage == "ready":
             above = reply if reply is not None and reply.parent is log else None
             await log.mount(NoticeLine(event.text, "info"), before=above)

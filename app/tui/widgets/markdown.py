@@ -2,8 +2,10 @@
 
 The text is split into top-level blocks (markdown_blocks.py). A finished block is drawn once to lines and kept;
 only the block still growing is parsed and drawn again as text arrives, so a batch costs the same at the end
-of a long reply as at its start. Lines become strips only when they are on screen. A new width or a new theme
-draws every block again, from its source.
+of a long reply as at its start. Lines become strips only when they are on screen. After a new width or a new
+theme, a block is drawn again from its source when it is on screen, and the rest a little at a time in the
+frames that follow (`settle`): until then a block keeps its last height, so the scroll bar is close to right
+at once and exactly right soon after.
 
 Every line can be selected with the mouse and copied: each line's text carries its selection offsets, and
 `get_selection` gives back the reply's text as written (wrapped lines joined again, frames and indents left out).
@@ -33,7 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ReplyMarkdown", "batch_update", "learn_reply_styles", "parser", "warm_up_markdown"]
 
-STRIPS = 1_000  # lines kept as strips (those on screen, and a little more); past that the cache starts again
+STRIPS = 300  # lines kept as strips (those on screen, and a little more); past that the oldest goes
+SETTLE = 0.02  # seconds of drawing blocks again per pass after a new width or theme, one pass a frame
+SETTLE_PAUSE = 1 / 60  # between two such passes: the frames in between paint
 # The languages models write code in most: `warm_up_markdown` loads their Pygments lexers off the UI thread.
 COMMON_LANGUAGES = (
     *("python", "bash", "shell", "javascript", "typescript", "json", "yaml", "toml", "sql", "html", "css"),
@@ -76,6 +80,7 @@ class ReplyMarkdown(Widget):
         self.document = Document(markdown or "")
         self.reply_look: tuple[Look, Style] | None = None  # the styles resolved for the current theme
         self.strips: dict[int, Strip] = {}  # lines drawn as strips, by their y
+        self.settling = False  # blocks are being drawn again after a new width or theme
 
     # ------------------------------------------------------------------ the text
 
@@ -94,23 +99,24 @@ class ReplyMarkdown(Widget):
         """Append `fragment` to the text: the finished blocks it closes are drawn, the growing one drawn again."""
         if not fragment:
             return
-        height = self.document.height
+        height, done = self.document.height, self.document.done
         self.document.take(fragment)
-        self.show_changes(height)
+        self.show_changes(height, done)
 
     async def end_stream(self) -> None:
         """No more text will come: the growing block is finished."""
-        height = self.document.height
+        height, done = self.document.height, self.document.done
         self.document.seal()
-        self.show_changes(height)
+        self.show_changes(height, done)
 
-    def show_changes(self, height: int) -> None:
-        """Show what changed: a layout if the height did, else a repaint of the growing block's lines."""
+    def show_changes(self, height: int, done: int) -> None:
+        """Show what changed below line `done` (where the finished blocks ended): a layout if the height did, else
+        a repaint of the growing block's lines."""
         width = self.size.width
         if width <= 0:
             self.refresh(layout=True)
             return
-        done = len(self.document.lines)
+        done = min(done, self.document.done)  # the last block grows again after the stream's end
         self.draw_lines(width)
         for y in [y for y in self.strips if y >= done]:
             del self.strips[y]
@@ -158,6 +164,28 @@ class ReplyMarkdown(Widget):
         look, base = self.resolved_look()
         if self.document.ensure(width, look, (look, base)):
             self.strips.clear()
+            if not self.settling:
+                self.settling = True
+                self.set_timer(SETTLE_PAUSE, self.settle)
+
+    def settle(self) -> None:
+        """Draw again, for a moment, blocks not yet drawn at this width; again after a frame if some remain."""
+        remaining = self.document.settle(SETTLE)
+        self.follow_moves()
+        if remaining:
+            self.set_timer(SETTLE_PAUSE, self.settle)
+        else:
+            self.settling = False
+
+    def follow_moves(self) -> None:
+        """A block drawn again at a new height moved the lines below it: forget their strips, lay out again."""
+        moved = self.document.corrected
+        if moved is None:
+            return
+        self.document.corrected = None
+        for y in [y for y in self.strips if y >= moved]:
+            del self.strips[y]
+        self.call_later(self.refresh, layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         self.draw_lines(width)
@@ -168,9 +196,11 @@ class ReplyMarkdown(Widget):
         self.draw_lines(width)
         strip = self.strips.get(y)
         if strip is None:
-            if len(self.strips) > STRIPS:
-                self.strips.clear()
-            strip = self.strips[y] = self.strip_at(y, width)
+            if len(self.strips) >= STRIPS:
+                del self.strips[next(iter(self.strips))]
+            strip = self.strip_at(y, width)
+            self.follow_moves()
+            self.strips[y] = strip
         return strip
 
     def strip_at(self, y: int, width: int) -> Strip:
@@ -192,8 +222,12 @@ class ReplyMarkdown(Widget):
             body.append(Segment(" " * room, rich_base))
         body_strip = Strip(body).apply_offsets(0, y)
         left = _pinned(line.left.render_segments(base), 0, y)
-        right = _pinned(line.right.render_segments(base), len(text), y)
-        return Strip.join([left, body_strip, right]).crop_extend(0, width, rich_base)
+        # The right side's cells carry offsets past the text's end, which a selection reads as its end: one
+        # segment per style, where the left side needs one per cell (each selects from the text's start).
+        right = Strip(line.right.render_segments(base)).apply_offsets(len(text), y)
+        # adjust_cell_length, not crop_extend: crop_extend caches a strip of the right length in itself, a cycle
+        # that makes every drawn line garbage only a full collection frees (tui/heap.py runs none mid-turn).
+        return Strip.join([left, body_strip, right]).adjust_cell_length(width, rich_base)
 
     def chosen_text_style(self) -> RichStyle:
         return Style.from_styles(self.screen.get_component_styles("screen--selection")).rich_style
@@ -220,6 +254,7 @@ class ReplyMarkdown(Widget):
             else:
                 copied.append(piece)
             last = y
+        self.follow_moves()
         return "\n".join(copied), "\n"
 
     def selection_updated(self, selection: Selection | None) -> None:
@@ -255,7 +290,7 @@ def _selected(segments: list[Segment], start: int, end: int, style: RichStyle) -
 
 def _pinned(segments: list[Segment], x: int, y: int) -> Strip:
     """Decoration as a strip whose every cell selects from character `x` of line `y` (a click on a frame or an
-    indent starts or ends a selection at the text beside it)."""
+    indent starts or ends a selection at the text after it)."""
     meta = RichStyle.from_meta({"offset": (x, y)})
     cells = [Segment(char, (style + meta) if style else meta) for text, style, _ in segments for char in text]
     return Strip(cells)

@@ -157,6 +157,8 @@ class ReferenceCard(Widget, can_focus=True):
             self._set_status("running")
         elif isinstance(event, CallRetrying):
             self.retry, self.retry_at = event, clock.monotonic() + event.delay
+            if event.role == "reference":  # what the failed attempt wrote is no part of the answer to come
+                self.text, self.rate, self.tokens = "", None, None
             self._changed()
         elif isinstance(event, ReferenceProgress):
             self.retry = None

@@ -20,11 +20,14 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ...engine import CallRetrying
 from ...session import ToolCallEvent, TurnResult
 from ...store import StoredTurn
 from ...text.inert import inert
 from ...text.wording import plural
 from . import thinking
+from .reply_status import WaitingStatus, consulting
+from .reply_versions import CutVersion, RestartNote
 from .rows import repeated_line
 from .thinking import ThinkingBlock, Thought
 from .tool_block import ToolBlock
@@ -228,7 +231,8 @@ class _Shown:
     """What a finished reply showed, to build it again after the log folded it away (chat_log.py)."""
 
     text: str
-    parts: tuple[str | ToolCallEvent | Thought, ...]  # its text runs, tool calls and thoughts, in order
+    # Its text runs, tool calls, thoughts and restarts after a cut-off, in order.
+    parts: tuple[str | ToolCallEvent | Thought | CutVersion, ...]
     ended: tuple[str, str | None, float | None, int, str | None]  # as AssistantReply._end took it
     panel: tuple[PanelAnswer, ...]
     version: tuple[int, int]
@@ -243,16 +247,19 @@ class AssistantReply(Vertical):
     class Ended(Message):
         """The reply has ended (its footer is on): the log may fold away what is far above it."""
 
-    def __init__(self, preset_name: str, aggregator: str, references: int) -> None:
+    def __init__(self, preset_name: str, aggregator: str, references: int, *, seats: int | None = None) -> None:
+        """`seats`: the panel's calls, one per sidebar card (a model asked `samples:` times has one per sample)."""
         super().__init__(classes="assistant-reply")
         self.preset_name, self.aggregator = preset_name, aggregator
         self.references = references
+        self._waiting = WaitingStatus(references if seats is None else seats)
         self.panel: tuple[PanelAnswer, ...] = ()  # the references' answers this reply was written from
         self.version: tuple[int, int] = (1, 1)
         self._facts: list[str] = []
         self._saved: tuple[list[dict[str, Any]], StoredTurn | None] | None = None
         self._shown: _Shown | None = None  # set when built again from what it showed
-        self._parts: list[str | ToolBlock | ThinkingBlock] = []  # text runs (once closed), tool and thinking blocks
+        # Text runs (once closed), tool and thinking blocks, and notes of a restart after a cut-off, in order.
+        self._parts: list[str | ToolBlock | ThinkingBlock | RestartNote] = []
         self._ended: tuple[str, str | None, float | None, int, str | None] | None = None
         self.text = ""
         self._segment: _Segment | None = None
@@ -271,7 +278,7 @@ class AssistantReply(Vertical):
             yield Static(self._header(None), classes="reply-header")
             yield from self._saved_widgets(*self._saved)
             return
-        yield Static(self._header(f"consulting {plural(self.references, 'reference')}…"), classes="reply-header")
+        yield Static(self._header(consulting(self.references)), classes="reply-header")
 
     def _header(self, status: str | None) -> Content:
         """Who answers (the aggregator, by model), and while nothing is written yet, what it is waiting for."""
@@ -285,6 +292,18 @@ class AssistantReply(Vertical):
 
     def set_status(self, text: str | None) -> None:
         self.query_one(".reply-header", Static).update(self._header(text))
+
+    def panel_event(self, event: object) -> None:
+        """A panel event of this reply's turn: while no text has come, the header says what it waits for."""
+        if isinstance(event, CallRetrying) and event.role == "aggregator":
+            thinking.forget(self)  # the failed attempt's thought: the next one thinks afresh
+        status = self._waiting.after(event)
+        if status is not None and not self.text:
+            self.set_status(status)
+
+    def show_consulting(self) -> None:
+        """The panel is being asked (a server moa-chat runs itself has started)."""
+        self.set_status(consulting(self.references))
 
     async def append_text(self, text: str) -> None:
         if not text:
@@ -342,6 +361,31 @@ class AssistantReply(Vertical):
             await self._segment.close(self.text)
             self._parts.append(self.text[self._segment.start :])
             self._segment = None
+
+    async def restart(self, reason: str) -> None:
+        """The aggregator's stream was cut off after text arrived and it is asked again: the reply as it stood
+        is kept as an earlier version (`earlier`), marked cut off; what the round that was cut wrote and thought
+        goes, and what streams next is the fresh version, after a line that says why."""
+        segment = self._segment
+        if segment is None:
+            return
+        await self._close_segment()
+        cut = CutVersion(self.text, reason)
+        self.text = self.text[: segment.start]
+        gone: list[Widget] = []
+        while self._parts and isinstance(self._parts[-1], str | ThinkingBlock):
+            part = self._parts.pop()
+            gone.append(part if isinstance(part, ThinkingBlock) else segment.widget)
+        note = RestartNote(cut)
+        self._parts.append(note)
+        await self.remove_children(gone)
+        await self.mount(note)
+        self.set_status("asking again…")
+
+    @property
+    def earlier(self) -> list[CutVersion]:
+        """The versions of this reply that were cut off and asked for again, oldest first."""
+        return [note.cut for note in self.query_children(RestartNote)]
 
     async def tool_event(self, event: ToolCallEvent) -> None:
         # Ids made up for servers that send none (call_0, ...) repeat in each round of the tool loop.
@@ -448,7 +492,10 @@ class AssistantReply(Vertical):
         if self._shown is not None:
             shown = dataclasses.replace(self._shown, version=self.version)
         elif self._ended is not None:
-            parts = tuple(part.event if isinstance(part, ToolBlock | ThinkingBlock) else part for part in self._parts)
+            parts = tuple(
+                part.event if isinstance(part, ToolBlock | ThinkingBlock | RestartNote) else part
+                for part in self._parts
+            )
             shown = _Shown(self.text, parts, self._ended, self.panel, self.version)
         else:
             return None
@@ -473,6 +520,8 @@ class AssistantReply(Vertical):
                 widgets.append(ReplyMarkdown(part, classes="reply-markdown"))
             elif isinstance(part, Thought):
                 widgets.append(ThinkingBlock.folded(part))
+            elif isinstance(part, CutVersion):
+                widgets.append(RestartNote(part))
             else:
                 block = ToolBlock(part)
                 self._tools[f"{part.iteration}:{part.call_id}"] = block

@@ -1,14 +1,19 @@
 """A reply's Markdown as top-level blocks and the lines they draw to: what ReplyMarkdown (markdown.py) shows.
 
 The text is split into top-level blocks. A finished block is drawn once to lines and kept (its tokens are
-dropped then: a new width parses its source again); only the block still growing is parsed and drawn again as
-text arrives, so a batch costs the same at the end of a long reply as at its start. Lines are drawn for one
-width and one look: either changing draws every block again.
+dropped then: another width parses its source again); only the block still growing is parsed and drawn again
+as text arrives, so a batch costs the same at the end of a long reply as at its start.
+
+Lines are drawn for one width and one look. When either changes, a block is drawn again only when it is asked
+for (on screen, or by `settle`); until then its height at the last width stands in for its height at the new
+one, and drawing it corrects that. So a resize of a long reply draws what is on screen, not all of it.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,10 +26,13 @@ GAP = Line(EMPTY, EMPTY)  # the blank line between two blocks
 
 @dataclass
 class Block:
-    """A finished top-level block: its Markdown, and its tokens until it is first drawn."""
+    """A finished top-level block: its Markdown, its tokens until it is first drawn, and its lines at the
+    current width and look (None where they are not drawn yet: `height` is then the height it last had)."""
 
     source: str
     tokens: Sequence[Token] | None
+    lines: list[Line] | None = None
+    height: int = 1
 
 
 class Document:
@@ -35,12 +43,13 @@ class Document:
         self.source = ""
         self._tail = ""  # the text from the growing block on: what a batch parses again
         self._blocks: list[Block] = []  # the finished blocks
+        self._starts: list[int] | None = None  # the first line of each finished block, while the heights hold
         self._open: Sequence[Token] | None = None  # the growing block's tokens
         self._open_lines: list[Line] | None = None  # and its lines, once drawn
         self._sealed = False  # the stream ended: the growing block is a finished one
-        self.lines: list[Line] = []  # the finished blocks' lines, the gaps between them included
-        self._drawn = 0  # how many finished blocks those lines hold
         self._drawn_for: tuple[int, object] | None = None
+        self._look: Look | None = None
+        self.corrected: int | None = None  # the first line that moved since the widget last looked (a height changed)
         if markdown:
             self.take(markdown)
             self.seal()
@@ -50,9 +59,8 @@ class Document:
         if self._sealed:  # more text after the end: the last block grows again
             self._sealed = False
             if self._blocks:
-                last = self._blocks.pop()
-                self._drawn_for = None  # its lines are among the finished ones: draw them all again
-                self._tail = last.source
+                self._tail = self._blocks.pop().source
+                self._starts = None
         self.source += fragment
         self._tail += fragment
         tokens = self._parser.parse(self._tail)
@@ -63,7 +71,7 @@ class Document:
         lines = self._tail.splitlines(keepends=True)
         for start, following in itertools.pairwise(starts):
             first, until = _first_line(tokens[start]), _first_line(tokens[following])
-            self._blocks.append(Block("".join(lines[first:until]), tokens[start:following]))
+            self._add(Block("".join(lines[first:until]), tokens[start:following]))
         self._tail = "".join(lines[_first_line(tokens[starts[-1]]) :])
         self._open, self._open_lines = tokens[starts[-1] :], None
 
@@ -73,45 +81,112 @@ class Document:
             return
         self._sealed = True
         if self._open is not None:
-            self._blocks.append(Block(self._tail, self._open))
+            self._add(Block(self._tail, self._open))
             self._open, self._open_lines = None, None
             self._tail = ""
 
+    def _add(self, block: Block) -> None:
+        """A newly finished block, drawn at once if lines are being drawn (it is at the end, where a stream
+        is watched)."""
+        if self._starts is not None:
+            self._starts.append(self.done + (1 if self._blocks else 0))
+        self._blocks.append(block)
+        if self._look is not None and self._drawn_for is not None:
+            self._draw(block, self._drawn_for[0], self._look)
+
     def ensure(self, width: int, look: Look, key: object) -> bool:
-        """Lines for every block at `width` in `look` (`key`: what else they depend on): the new finished blocks
-        drawn, or all of them if the width or the look changed. Whether everything was drawn again."""
+        """Lines at `width` in `look` (`key`: what else they depend on): the growing block's drawn if they are not,
+        and every block's marked to be drawn again if the width or the look changed (whether they did)."""
         again = (width, key) != self._drawn_for
         if again:
-            self._drawn_for, self.lines, self._drawn, self._open_lines = (width, key), [], 0, None
-        while self._drawn < len(self._blocks):
-            block = self._blocks[self._drawn]
-            tokens = block.tokens if block.tokens is not None else self._parser.parse(block.source)
-            block.tokens = None
-            if self.lines:
-                self.lines.append(GAP)
-            starts = block_starts(tokens)
-            self.lines.extend(draw(tokens[starts[0] :], width, look) if starts else [GAP])
-            self._drawn += 1
+            first = self._drawn_for is None
+            self._drawn_for, self._look, self._open_lines = (width, key), look, None
+            for block in self._blocks:
+                block.lines = None
+                if first:
+                    self._draw(block, width, look)
+            self._starts = None
         if self._open is not None and self._open_lines is None:
             self._open_lines = draw(self._open, width, look)
         return again
 
+    def _draw(self, block: Block, width: int, look: Look) -> None:
+        tokens = block.tokens if block.tokens is not None else self._parser.parse(block.source)
+        block.tokens = None
+        starts = block_starts(tokens)
+        block.lines = draw(tokens[starts[0] :], width, look) if starts else [GAP]
+        block.height = len(block.lines)
+
+    def _drawn(self, index: int) -> list[Line]:
+        """Block `index`'s lines, drawn now if they are not; a height that changes moves the lines below it."""
+        block = self._blocks[index]
+        if block.lines is None:
+            assert self._drawn_for is not None and self._look is not None
+            height = block.height
+            self._draw(block, self._drawn_for[0], self._look)
+            if block.height != height:
+                moved = self.starts()[index] + min(height, block.height)
+                self.corrected = moved if self.corrected is None else min(self.corrected, moved)
+                self._starts = None
+        assert block.lines is not None
+        return block.lines
+
+    def settle(self, seconds: float) -> bool:
+        """Draw blocks not drawn at the current width, the last first, for about `seconds`. Whether any remain."""
+        if self._drawn_for is None:
+            return False
+        until = time.perf_counter() + seconds
+        for index in range(len(self._blocks) - 1, -1, -1):
+            if self._blocks[index].lines is None:
+                if time.perf_counter() > until:
+                    return True
+                self._drawn(index)
+        return False
+
+    def starts(self) -> list[int]:
+        """The first line of each finished block (a blank line between two)."""
+        if self._starts is None:
+            self._starts = list(itertools.accumulate((block.height + 1 for block in self._blocks[:-1]), initial=0))
+            if not self._blocks:
+                self._starts = []
+        return self._starts
+
+    @property
+    def done(self) -> int:
+        """How many lines the finished blocks take, the gaps between them included."""
+        if not self._blocks:
+            return 0
+        return self.starts()[-1] + self._blocks[-1].height
+
     @property
     def height(self) -> int:
         open_lines = self._open_lines or []
-        return len(self.lines) + len(open_lines) + (1 if self.lines and open_lines else 0)
+        done = self.done
+        return done + len(open_lines) + (1 if done and open_lines else 0)
 
     def line(self, y: int) -> Line | None:
-        lines = self.lines
-        if y < len(lines):
-            return lines[y]
-        y -= len(lines) + (1 if lines else 0)
+        while y < self.done:
+            starts = self.starts()
+            index = bisect.bisect_right(starts, y) - 1
+            block = self._blocks[index]
+            if block.lines is None:
+                self._drawn(index)  # its height may change, and with it where y falls: look again
+                continue
+            at = y - starts[index]
+            return block.lines[at] if at < len(block.lines) else GAP
+        y -= self.done + (1 if self.done else 0)
         open_lines = self._open_lines or []
         return open_lines[y] if 0 <= y < len(open_lines) else (GAP if y == -1 else None)
 
     def all_lines(self) -> list[Line]:
+        """Every line, each block drawn if it is not."""
+        lines: list[Line] = []
+        for index in range(len(self._blocks)):
+            if index:
+                lines.append(GAP)
+            lines.extend(self._drawn(index))
         open_lines = self._open_lines or []
-        return [*self.lines, *([GAP] if self.lines and open_lines else []), *open_lines]
+        return [*lines, *([GAP] if lines and open_lines else []), *open_lines]
 
 
 def _first_line(token: Token) -> int:

@@ -1,0 +1,274 @@
+"""`moa-chat eval`: run a task set against presets and baselines, and say which does better, with intervals.
+
+The run is kept in the session store as it goes (`--resume RUN` continues one), the table goes to stdout
+(or JSON with `--json`), the progress bar to stderr, and the report to a folder (`--report`, by default
+`evals/RUN` in the data folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import ConfigError
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:  # the run's modules load when a run starts, so `moa-chat --help` stays quick
+    from ..eval.runner import EvalRunner, System
+    from ..store.eval_runs import EvalRunStore
+
+DEFAULT_CONCURRENCY = 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "tasks",
+        metavar="TASKS",
+        nargs="?",
+        help="a JSONL or YAML task file, or a bundled set: arithmetic, multiple_choice, open_ended",
+    )
+    parser.add_argument("--config", metavar="PATH", type=Path, default=argparse.SUPPRESS, help="config file to use")
+    parser.add_argument(
+        "--preset",
+        metavar="NAME",
+        action="append",
+        default=argparse.SUPPRESS,
+        help="a preset to measure; repeat to compare several",
+    )
+    parser.add_argument("--solo", action="store_true", help="also run each preset's aggregator alone")
+    parser.add_argument(
+        "--baseline", metavar="PROVIDER:MODEL", action="append", default=[], help="also run this single model"
+    )
+    parser.add_argument("--judge", metavar="PROVIDER:MODEL", help="the judge for tasks with no check")
+    parser.add_argument(
+        "--against",
+        metavar="SYSTEM",
+        help="what the judge compares answers with (default: the first --baseline, else the first preset's "
+        "aggregator alone with --solo, else the first preset's first member)",
+    )
+    parser.add_argument("--rubric", action="store_true", help="the judge scores each answer against a rubric instead")
+    parser.add_argument("--concurrency", metavar="N", type=int, help=f"turns at once (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--provider-concurrency", metavar="N", type=int, help="turns at once per provider")
+    parser.add_argument("--max-cost", metavar="DOLLARS", type=float, help="stop before the run's cost exceeds this")
+    parser.add_argument("--limit", metavar="N", type=int, help="only the first N tasks")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument(
+        "--report", metavar="DIR", type=Path, help="the report folder (default: evals/RUN in the data folder)"
+    )
+    parser.add_argument("--resume", metavar="RUN", help="continue a run (its id, the start of one, or `last`)")
+    parser.add_argument("--runs", action="store_true", help="list the stored eval runs, newest first")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from ..store import StoreError
+
+    try:
+        return _run(args)
+    except (ConfigError, StoreError) as exc:
+        print(f"moa-chat: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _spec(args: argparse.Namespace, store: EvalRunStore) -> tuple[dict[str, Any], str | None]:
+    """What the run does: from the command line, or as stored for --resume (whose command line may change
+    only the concurrency and the budget)."""
+    if args.resume:
+        stored = store.run(args.resume)
+        spec = dict(stored.spec)
+        for key in ("concurrency", "provider_concurrency", "max_cost"):
+            if getattr(args, key) is not None:
+                spec[key] = getattr(args, key)
+        return spec, stored.id
+    if not args.tasks:
+        raise ConfigError(
+            "name a task file or a bundled set (arithmetic, multiple_choice, open_ended), or --resume RUN"
+        )
+    if (args.rubric or args.against) and not args.judge:
+        raise ConfigError(f"{'--rubric' if args.rubric else '--against'} is for the judge: give --judge PROVIDER:MODEL")
+    presets = getattr(args, "preset", None)
+    tasks = args.tasks if not Path(args.tasks).exists() else str(Path(args.tasks).resolve())
+    config = getattr(args, "config", None)
+    return {
+        "tasks": tasks,
+        "presets": [presets] if isinstance(presets, str) else list(presets or []),
+        "solo": args.solo,
+        "baselines": list(args.baseline),
+        "judge": args.judge,
+        "against": args.against,
+        "rubric": args.rubric,
+        "limit": args.limit,
+        "config": str(Path(config).resolve()) if config else None,
+        "concurrency": args.concurrency or DEFAULT_CONCURRENCY,
+        "provider_concurrency": args.provider_concurrency,
+        "max_cost": args.max_cost,
+    }, None
+
+
+def _against(spec: dict[str, Any], systems: list[System]) -> str | None:
+    from ..eval.runner import member_names
+
+    if spec.get("against"):
+        names = [s.name for s in systems] + [m for s in systems if s.kind == "preset" for m in member_names(s.preset)]
+        if spec["against"] not in names:
+            raise ConfigError(f"--against {spec['against']!r}: not a system of this run; it has {', '.join(names)}")
+        return str(spec["against"])
+    baselines = [s for s in systems if s.kind == "baseline"]
+    solos = [s for s in systems if s.kind == "solo"]
+    if baselines:
+        return baselines[0].name
+    if solos:
+        return solos[0].name
+    members = member_names(systems[0].preset)
+    return members[0] if members else None
+
+
+def _list_runs() -> int:
+    import time
+
+    from ..store.eval_runs import EvalRunStore
+
+    store = EvalRunStore()
+    for run in store.runs():
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created))
+        kept = len(store.results(run.id, "answer"))
+        presets = ", ".join(run.spec.get("presets") or [])
+        print(f"{run.id}  {when}  {run.status:<11}  {kept:>5} results  {run.spec.get('tasks')} × {presets}")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.runs:
+        return _list_runs()
+    from ..config import load_config
+    from ..config.paths import data_home
+    from ..config.pricing import format_cost
+    from ..engine import clock
+    from ..eval.judge import Judge
+    from ..eval.progress import ProgressBar
+    from ..eval.report import plot, table, write_report
+    from ..eval.results import summarise
+    from ..eval.runner import EvalRunner, systems_for
+    from ..eval.tasks import load_tasks
+    from ..store.eval_runs import EvalRunStore
+    from ..text.inert import inert
+
+    store = EvalRunStore()
+    spec, run_id = _spec(args, store)
+    config = load_config(spec.get("config"))
+    task_set = load_tasks(spec["tasks"])
+    tasks = task_set.tasks[: spec["limit"]] if spec.get("limit") else task_set.tasks
+    names = spec["presets"] or [config.default_preset or "demo"]
+    presets = [config.preset(name) for name in names]
+    systems = systems_for(config, presets, solo=spec["solo"], baselines=spec["baselines"])
+    judge = Judge(config, spec["judge"]) if spec.get("judge") else None
+    against = _against(spec, systems) if judge is not None else None
+    if any(t.judged for t in tasks) and judge is None and not args.quiet:
+        print("moa-chat: tasks with no check are answered but not scored: give --judge PROVIDER:MODEL", file=sys.stderr)
+    if run_id is None:
+        run_id = store.create(spec)
+    bar = ProgressBar(sys.stderr, enabled=not args.quiet and _is_terminal(sys.stderr))
+    runner = EvalRunner(
+        config,
+        tasks,
+        systems,
+        concurrency=int(spec.get("concurrency") or DEFAULT_CONCURRENCY),
+        provider_cap=spec.get("provider_concurrency"),
+        max_cost=spec.get("max_cost"),
+        store=store,
+        run_id=run_id,
+        judge=judge,
+        against=against,
+        rubric=bool(spec.get("rubric")),
+        on_progress=bar,
+    )
+    if not args.quiet:
+        what = ", ".join(s.name for s in systems)
+        print(inert(f"moa-chat: eval {run_id}: {len(tasks)} tasks from {task_set.name} × {what}"), file=sys.stderr)
+    started = clock.monotonic()
+    interrupted = _run_interruptibly(runner)
+    bar.end()
+    status = "interrupted" if interrupted else "budget" if runner.budget_stopped else "done"
+    store.set_status(run_id, status)
+    summary = summarise(
+        tasks, systems, runner.answers, runner.verdicts, against=against, rubric=bool(spec.get("rubric"))
+    )
+    names_all = [s.name for s in systems]
+    folder = args.report or data_home() / "evals" / run_id
+    write_report(
+        folder,
+        run_id=run_id,
+        spec=spec,
+        tasks=tasks,
+        names=names_all,
+        answers=runner.answers,
+        verdicts=runner.verdicts,
+        summary=summary,
+    )
+    if args.json:
+        out = {"run": run_id, "status": status, "report": str(folder), **summary.as_json()}
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(inert(table(summary)) + "\n")
+        picture = plot(summary)
+        if picture:
+            sys.stdout.write("\n" + picture + "\n")
+    sys.stdout.flush()
+    seconds = clock.monotonic() - started
+    if not args.quiet:
+        spent = format_cost(runner.snapshot.cost)
+        print(f"moa-chat: {status} in {seconds:.1f}s · {spent} · report {folder}", file=sys.stderr)
+    if interrupted:
+        print(f"moa-chat: interrupted; `moa-chat eval --resume {run_id}` continues it", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if runner.budget_stopped:
+        print(
+            f"moa-chat: stopped before exceeding --max-cost {format_cost(spec['max_cost'])}; "
+            f"`moa-chat eval --resume {run_id} --max-cost MORE` continues it",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):
+        return False
+
+
+def _run_interruptibly(runner: EvalRunner) -> bool:
+    """Run on a worker so Ctrl+C (or SIGTERM) cancels the turns in flight cleanly; True when interrupted."""
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            runner.run()
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="moa-eval", daemon=True).start()
+
+    def terminate(_number: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        while not done.wait(0.2):
+            pass
+        return False
+    except KeyboardInterrupt:
+        runner.interrupt()
+        with contextlib.suppress(KeyboardInterrupt):
+            done.wait(30)
+        return True
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,1 @@
+"""`moa-chat eval`: tasks, checks, the run, the judge, the statistics and the report (core: no Textual)."""

@@ -1,0 +1,423 @@
+"""An eval run: every task as a fresh turn of every system, concurrently, each result kept as it arrives.
+
+A system is a preset (a MoA turn, whose first-layer references are scored too, as their models' single
+answers), a preset's aggregator alone (`--solo`), or any one model (`--baseline`). Each task runs in a
+new conversation, with tools off unless the task asks for them. Turns run on `concurrency` worker threads,
+at most `provider_cap` at a time per provider (limiter.py); a turn that failed on a 429 goes back in the
+queue. Before each turn the chat's own cost estimate (`estimate_turn`) is checked against `max_cost`.
+Judged tasks are judged once every answer is in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..config import Config, Preset
+from ..config.adhoc import replace_aggregator
+from ..engine import CancelToken, clock
+from ..engine.cost import estimate_turn
+from ..llm import CallLLM, call_llm_request
+from ..llm.messages import user
+from ..providers import ServerStarter, start_server
+from ..session import ChatSession, TurnResult
+from ..session.attachments import AttachmentError, attach, read_attachment
+from ..store.eval_runs import EvalRunStore
+from .judge import Judge
+from .limiter import ProviderLimiter
+from .tasks import Task
+
+SystemKind = Literal["preset", "solo", "baseline", "member"]
+ANSWER, JUDGE = "answer", "judge"
+MAX_REQUEUES = 5
+
+
+@dataclass(frozen=True)
+class System:
+    """Something that answers a task with one turn."""
+
+    name: str
+    kind: SystemKind
+    preset: Preset
+
+    @property
+    def solo(self) -> bool:
+        return self.kind != "preset"
+
+
+def systems_for(config: Config, presets: list[Preset], *, solo: bool, baselines: list[str]) -> list[System]:
+    """The systems a run compares, in the order the table shows them."""
+    found = [System(p.name, "preset", p) for p in presets]
+    if solo:
+        found += [System(f"{p.name} solo", "solo", p) for p in presets]
+    for spec in baselines:
+        preset = dataclasses.replace(replace_aggregator(config, presets[0], spec), name=spec.strip())
+        found.append(System(spec.strip(), "baseline", preset))
+    return found
+
+
+def member_names(preset: Preset) -> list[str]:
+    """The names a preset's first-layer references are scored under: `preset/provider:model` (#n for a
+    model seated more than once)."""
+    labels = [slot.label for slot in preset.references for _ in range(max(1, slot.samples))]
+    names = []
+    for n, label in enumerate(labels):
+        repeated = labels.count(label) > 1
+        names.append(f"{preset.name}/{label}" + (f"#{labels[: n + 1].count(label)}" if repeated else ""))
+    return names
+
+
+def one_at_a_time(systems: list[System]) -> dict[str, int]:
+    """Providers that serve one request at a time, as a preset says with `max_workers: 1` (the local model's
+    llama.cpp server): eval runs one turn at a time on them, whatever --concurrency allows elsewhere."""
+    return {
+        slot.provider: 1
+        for system in systems
+        if system.preset.max_workers == 1
+        for slot in (*system.preset.references, system.preset.aggregator)
+    }
+
+
+@dataclass
+class Snapshot:
+    """How far a run has got, for the progress bar."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    requeued: int = 0
+    cost: float = 0.0
+    judge_cost: float = 0.0
+    started: float = field(default_factory=clock.monotonic)
+    phase: str = "answers"
+
+
+@dataclass
+class _Job:
+    task: Task
+    system: System
+    attempt: int = 0
+
+
+class EvalRunner:
+    def __init__(
+        self,
+        config: Config,
+        tasks: list[Task],
+        systems: list[System],
+        *,
+        concurrency: int = 4,
+        provider_cap: int | None = None,
+        max_cost: float | None = None,
+        store: EvalRunStore | None = None,
+        run_id: str | None = None,
+        judge: Judge | None = None,
+        against: str | None = None,
+        rubric: bool = False,
+        call: CallLLM = call_llm_request,
+        servers: ServerStarter | None = start_server,
+        on_progress: Callable[[Snapshot], None] | None = None,
+    ) -> None:
+        self.config, self.tasks, self.systems = config, tasks, systems
+        self.concurrency = max(1, concurrency)
+        self.limiter = ProviderLimiter(provider_cap or self.concurrency, ceilings=one_at_a_time(systems))
+        self.max_cost = max_cost
+        self.store, self.run_id = store, run_id
+        self.judge, self.against, self.rubric = judge, against, rubric
+        self._call, self._servers = call, servers
+        self._on_progress = on_progress
+        self.cancel = CancelToken()
+        self.stop = threading.Event()
+        self.budget_stopped = False
+        self._lock = threading.Lock()
+        self._reserved = 0.0
+        self.answers: dict[tuple[str, str], dict[str, Any]] = {}
+        self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+        if store is not None and run_id is not None:
+            self.answers = store.results(run_id, ANSWER)
+            self.verdicts = store.results(run_id, JUDGE)
+        self.snapshot = Snapshot(total=0)
+
+    # ------------------------------------------------------------------ the run
+
+    def interrupt(self) -> None:
+        """Stop taking work and cancel the turns in flight (Ctrl+C): nothing unfinished is kept."""
+        self.stop.set()
+        self.cancel.cancel()
+
+    def run(self) -> None:
+        jobs = [_Job(t, s) for t in self.tasks for s in self.systems if (t.id, s.name) not in self.answers]
+        self.snapshot = Snapshot(total=len(jobs))
+        self.snapshot.cost = sum(float(r.get("cost") or 0.0) for r in self.answers.values())
+        self._pool(jobs, self._answer_job)
+        if self.store is not None and self.run_id is not None:
+            self.answers = self.store.results(self.run_id, ANSWER)  # whole again, texts included
+        if self.judge is not None and not self.stop.is_set():
+            pending = self._judge_jobs()
+            self.snapshot.phase, self.snapshot.total, self.snapshot.done = "judge", len(pending), 0
+            self._pool(pending, self._judge_job)
+        self._report()
+
+    def _pool(self, jobs: list[Any], work: Callable[[Any, queue.Queue[Any]], None]) -> None:
+        pending: queue.Queue[Any] = queue.Queue()
+        for job in jobs:
+            pending.put(job)
+
+        def worker() -> None:
+            while not self.stop.is_set():
+                try:
+                    job = pending.get_nowait()
+                except queue.Empty:
+                    return
+                work(job, pending)
+
+        threads = [
+            threading.Thread(target=worker, name=f"moa-eval-{n}", daemon=True)
+            for n in range(min(self.concurrency, len(jobs)))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _report(self) -> None:
+        if self._on_progress is not None:
+            self._on_progress(self.snapshot)
+
+    # ------------------------------------------------------------------ answers
+
+    def _reserve(self, estimate: float) -> bool:
+        """Whether a turn estimated at `estimate` dollars fits the budget (then it is held until it ends)."""
+        with self._lock:
+            if self.max_cost is not None and self.snapshot.cost + self._reserved + estimate > self.max_cost:
+                self.budget_stopped = True
+                self.stop.set()
+                return False
+            self._reserved += estimate
+            return True
+
+    def _answer_job(self, job: _Job, pending: queue.Queue[_Job]) -> None:
+        task, system = job.task, job.system
+        try:
+            content = _content(task)
+        except AttachmentError as exc:
+            self._keep_answer(job, _failed_record(task, system, str(exc)))
+            return
+        preset = system.preset if task.tools else dataclasses.replace(system.preset, tools=())
+        estimate = estimate_turn(self.config, preset, [user(content)], solo=system.solo).dollars
+        if not self._reserve(estimate):
+            return
+        providers = {preset.aggregator.provider} if system.solo else preset.providers
+        if not self.limiter.acquire(providers, self.stop):
+            self._release(estimate, 0.0)
+            return
+        limited = threading.Event()
+        try:
+            result = self._turn(preset, content, system.solo, limited, task.extractor)
+        finally:
+            self.limiter.release(providers, rate_limited=limited.is_set())
+        cost = result.ledger.cost() or 0.0
+        self._release(estimate, cost)
+        if result.status == "cancelled":
+            return  # not kept: --resume runs it again
+        if result.status != "ok" and limited.is_set() and job.attempt < MAX_REQUEUES:
+            with self._lock:
+                self.snapshot.requeued += 1
+            pending.put(dataclasses.replace(job, attempt=job.attempt + 1))
+            return
+        self._keep_answer(job, answer_record(task, system, result))
+
+    def _release(self, estimate: float, cost: float) -> None:
+        with self._lock:
+            self._reserved -= estimate
+            self.snapshot.cost += cost
+
+    def _turn(
+        self,
+        preset: Preset,
+        content: str,
+        solo: bool,
+        limited: threading.Event,
+        extractor: Callable[[str], str | None] | None,
+    ) -> TurnResult:
+        call = self.limiter.wrap(self._call, self.stop, limited.set)
+        session = ChatSession(self.config, preset, call=call, servers=self._servers)
+        session.answer_extractor = extractor  # `layers: auto` compares the references' answers as the check reads them
+        token = self.cancel.child()
+        try:
+            return session.send(content, cancel=token, solo=solo)
+        finally:
+            token.release()  # the run's token keeps no finished turn (and what it holds) alive
+            session.close()
+
+    def _keep_answer(self, job: _Job, record: dict[str, Any]) -> None:
+        key = (job.task.id, job.system.name)
+        if self.store is not None and self.run_id is not None:
+            self.store.add(self.run_id, ANSWER, *key, record)
+            record = _without_texts(record)  # the store has them: a long run's memory stays flat
+        with self._lock:
+            self.answers[key] = record
+            self.snapshot.done += 1
+            self.snapshot.failed += record["status"] != "ok"
+        self._report()
+
+    # ------------------------------------------------------------------ the judge
+
+    def answer_of(self, task_id: str, name: str) -> str | None:
+        """What a system or a preset's member answered a task (None: no usable answer)."""
+        record = self.answers.get((task_id, name))
+        if record is not None:
+            return str(record["answer"]) if record["status"] == "ok" else None
+        preset, _, _ = name.partition("/")
+        parent = self.answers.get((task_id, preset))
+        for member in (parent or {}).get("members", []):
+            if member["name"] == name:
+                return str(member["answer"]) if member["status"] == "ok" else None
+        return None
+
+    def judged_names(self) -> list[str]:
+        names = []
+        for system in self.systems:
+            names.append(system.name)
+            if system.kind == "preset":
+                names += member_names(system.preset)
+        return names
+
+    def _judge_jobs(self) -> list[tuple[Task, str]]:
+        names = self.judged_names()
+        return [
+            (task, name)
+            for task in self.tasks
+            if task.judged
+            for name in names
+            if (task.id, name) not in self.verdicts and (self.rubric or name != self.against)
+        ]
+
+    def _judge_job(self, job: tuple[Task, str], _pending: queue.Queue[Any]) -> None:
+        task, name = job
+        judge = self.judge
+        assert judge is not None
+        answer = self.answer_of(task.id, name)
+        baseline = self.answer_of(task.id, self.against) if self.against else None
+        if answer is None or (not self.rubric and baseline is None):
+            return  # nothing to judge: the answer (or the baseline's) failed; it is counted as failed
+        with self._lock:
+            if self.max_cost is not None and self.snapshot.cost + self.snapshot.judge_cost > self.max_cost:
+                self.budget_stopped = True
+                self.stop.set()
+                return
+        if not self.limiter.acquire({judge.provider}, self.stop):
+            return
+        limited = threading.Event()
+        call = self.limiter.wrap(self._call, self.stop, limited.set)
+        try:
+            if self.rubric:
+                verdict = judge.rubric(task.text(), answer, task.rubric, call)
+            else:
+                assert baseline is not None
+                verdict = judge.pairwise(task.text(), answer, baseline, call)
+        finally:
+            self.limiter.release({judge.provider}, rate_limited=limited.is_set())
+        record = {
+            "task": task.id,
+            "system": name,
+            "against": None if self.rubric else self.against,
+            **verdict.as_json(),
+        }
+        if self.store is not None and self.run_id is not None:
+            self.store.add(self.run_id, JUDGE, task.id, name, record)
+        with self._lock:
+            self.verdicts[(task.id, name)] = record
+            self.snapshot.done += 1
+            self.snapshot.failed += verdict.score is None
+            self.snapshot.judge_cost += verdict.cost or 0.0
+        self._report()
+
+
+def _without_texts(record: dict[str, Any]) -> dict[str, Any]:
+    """A result without its answers' texts, for the figures kept in memory while a stored run goes on."""
+    members = [{**m, "answer": "", "error": None} for m in record.get("members", [])]
+    return {**record, "answer": "", "error": None, "members": members}
+
+
+def _content(task: Task) -> str:
+    files = [read_attachment(path) for path in task.attachments]
+    return attach(task.text(), files) if files else task.text()
+
+
+def _score(task: Task, text: str, ok: bool) -> tuple[float | None, str | None]:
+    if task.check is None:
+        return None, None
+    if not ok:
+        return 0.0, None
+    return (1.0 if task.check.score(text) else 0.0), task.check.extract(text)
+
+
+def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, Any]:
+    """One task's result for one system, as the store and the report keep it: the answer, its score, and
+    (for a MoA turn) each first-layer reference's answer scored as its model's own."""
+    ok = result.status == "ok"
+    score, extracted = _score(task, result.text, ok)
+    members = []
+    if system.kind == "preset":
+        names = member_names(system.preset)
+        firsts = sorted((r for r in result.references if r.record.layer == 1), key=lambda r: r.index)
+        for name, reference in zip(names, firsts, strict=False):
+            member_ok = reference.status == "ok" and bool(reference.text.strip())
+            member_score, member_extracted = _score(task, reference.text, member_ok)
+            members.append(
+                {
+                    "name": name,
+                    "label": reference.label,
+                    "status": "ok" if member_ok else "failed",
+                    "answer": reference.text,
+                    "error": reference.error,
+                    "score": member_score,
+                    "extracted": member_extracted,
+                    "seconds": reference.seconds,
+                    "tokens": reference.usage.total_tokens if reference.usage else 0,
+                    "cost": reference.record.cost,
+                }
+            )
+    return {
+        "task": task.id,
+        "system": system.name,
+        "kind": system.kind,
+        "status": "ok" if ok else "failed",
+        "answer": result.text,
+        "error": result.error,
+        "score": score,
+        "extracted": extracted,
+        "seconds": result.seconds,
+        "tokens": result.usage.total_tokens,
+        "cost": result.ledger.cost(),
+        "cost_complete": result.ledger.cost_complete(),
+        "layers_run": result.layers_run if system.kind == "preset" and ok else None,
+        "layers_reason": result.layers_reason,
+        "members": members,
+    }
+
+
+def _failed_record(task: Task, system: System, error: str) -> dict[str, Any]:
+    score = None if task.check is None else 0.0
+    return {
+        "task": task.id,
+        "system": system.name,
+        "kind": system.kind,
+        "status": "failed",
+        "answer": "",
+        "error": error,
+        "score": score,
+        "extracted": None,
+        "seconds": 0.0,
+        "tokens": 0,
+        "cost": None,
+        "cost_complete": True,
+        "layers_run": None,
+        "layers_reason": None,
+        "members": [],
+    }

@@ -1,0 +1,75 @@
+"""A reply's Markdown at a new width: each block is drawn again when it is shown, the rest a little at a time,
+and once settled the reply shows exactly what a reply drawn at that width from the start shows."""
+
+from __future__ import annotations
+
+from moa_chat.tui.widgets.chat_log import ChatLog
+from moa_chat.tui.widgets.markdown import ReplyMarkdown
+from moa_chat.tui.widgets.markdown_blocks import Look
+from moa_chat.tui.widgets.reply import AssistantReply
+from moa_chat.tui.widgets.reply_document import Document
+from test_stream_render import CORPUS, LogApp, render, shown
+from textual.style import Style
+from tui_helpers import wait_until
+
+LOOK = Look((Style(bold=True),) * 6, *(Style(),) * 8)  # type: ignore[arg-type]
+TEXT = CORPUS * 4
+
+
+def drawn(document: Document) -> int:
+    """How many finished blocks have lines at the current width."""
+    return sum(block.lines is not None for block in document._blocks)
+
+
+def test_a_new_width_draws_only_the_blocks_asked_for_and_settles_to_the_lines_of_that_width():
+    fresh = Document(TEXT)
+    fresh.ensure(48, LOOK, "look")
+    document = Document(TEXT)
+    document.ensure(100, LOOK, "look")
+    blocks = drawn(document)
+    assert blocks > 40
+
+    document.ensure(48, LOOK, "look")
+    assert drawn(document) == 0
+    assert document.height < fresh.height  # the heights at 100 cells stand in until the blocks are drawn
+
+    assert document.line(2) == fresh.line(2)  # drawn when asked for: the paragraph under the heading only
+    assert drawn(document) == 1
+    assert document.corrected == 4  # it wraps to more lines than its two at 100 cells: those below moved
+
+    while document.settle(1.0):
+        pass
+    assert drawn(document) == blocks
+    assert document.height == fresh.height
+    assert document.all_lines() == fresh.all_lines()
+    assert [document.line(y) for y in range(fresh.height)] == fresh.all_lines()
+
+
+def test_a_new_look_keeps_every_height():
+    document = Document(TEXT)
+    document.ensure(80, LOOK, "dark")
+    height = document.height
+    document.ensure(80, LOOK, "light")
+    assert drawn(document) == 0 and document.height == height
+    document.line(height - 1)
+    assert document.corrected is None
+
+
+async def test_a_resized_reply_shows_what_a_reply_drawn_at_that_width_shows():
+    app = LogApp()
+    async with app.run_test(size=(100, 50)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        markdown = ReplyMarkdown(TEXT, classes="reply-markdown")
+        await reply.mount(markdown)
+        await pilot.pause()
+        await pilot.resize_terminal(64, 50)
+        await wait_until(pilot, lambda: markdown.size.width < 64 and not markdown.settling, describe="settled")
+        await pilot.pause()
+        await pilot.pause()
+        assert markdown.size.height == markdown.document.height
+        got = shown(markdown)
+    want = await render(TEXT, pieces=None, size=(64, 50))
+    assert len(got) == len(want)
+    for number, (line, expected) in enumerate(zip(got, want, strict=True)):
+        assert line == expected, f"line {number}"
