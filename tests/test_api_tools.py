@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from api_helpers import QUESTION, ApiProcess, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
@@ -96,5 +97,18 @@ def test_without_the_flag_no_tool_of_moa_chat_is_offered_or_run(home, llm_server
         assert [call.function.name for call in reply.choices[0].message.tool_calls or []] == ["run_command"]
         assert not offered(llm_server.requests_for("agg")[0].body)
         assert not (home / "ran").exists()
+    finally:
+        api.stop()
+
+
+def test_tool_rounds_past_max_iterations_fail_the_turn(home, llm_server):
+    configure(home, llm_server, extra="max_iterations: 1")
+    api = start_api(home, "--read-tools")
+    try:
+        llm_server.script("agg", [Reply(tool_calls=[ScriptedToolCall("list_directory", "{}", id="l1")])] * 3)
+        with pytest.raises(openai.APIStatusError) as failed:
+            client(api).chat.completions.create(model="wire", messages=QUESTION)
+        assert failed.value.status_code == 502 and "max_iterations: 1" in failed.value.message
+        assert len(llm_server.requests_for("agg")) == 1
     finally:
         api.stop()

@@ -3,7 +3,8 @@
 The engine is blocking, so a turn runs on one of the engine's kept threads and reports to a `Sink` (the
 HTTP handler's queue, fed thread-safely): text as it streams, progress when asked for, and one end, an
 `Outcome` or an `ApiError`. The client's tools are offered to the aggregator and its tool calls come back
-as they are; moa-chat runs none of them. A cancel (the client left, the server stops) closes the upstream
+as they are; with `--read-tools`, moa-chat's own tools that only read are offered beside them and run here
+(`own_tools`). A cancel (the client left, the server stops) closes the upstream
 streams through the turn's `CancelToken`.
 """
 
@@ -196,12 +197,17 @@ def _run(
             mine = [c for c in asked if own is not None and own.ours(c, request.tools)]
             # The client's calls go back to it (a round with both: the client's alone); the server's own are
             # answered here and the aggregator asked again, up to the preset's tool rounds.
-            if not mine or len(mine) < len(asked) or engine.iteration >= limit:
+            if not mine or len(mine) < len(asked):
                 break
+            if engine.iteration >= limit:  # half an answer is not one: the turn fails, as the chat's does
+                message = f"stopped after {limit} tool rounds without a final answer (max_iterations: {limit})"
+                raise ApiError(502, message, kind="upstream_error", code="max_iterations")
             assert own is not None
             conversation.append(assistant(reply.text or None, [call.as_message_part() for call in mine]))
             conversation += [tool_result(call.id, own.run(call, cancel)) for call in mine]
             cancel.raise_if_cancelled()
+    except ApiError as exc:
+        return Failure(exc, ledger, tuple(calls), monotonic() - began)
     except Cancelled:
         cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
         return Failure(cancelled, ledger, tuple(calls), monotonic() - began)
