@@ -14,7 +14,10 @@ whole run. Three figures, each beside its baseline in the same run:
 - cancellation: a client that closes its stream mid-reply, to the aggregator's upstream stream being closed
   at the fake server; beside `moa-chat ask` stopped by SIGINT mid-reply (goal ≤ 100 ms).
 
-    python bench/api.py [--rounds 7] [--waves 10] [--concurrency 50] [--quick]
+With `--idle`, the RSS is read once more after the API has had no work for longer than the engine keeps an
+idle thread (`engine/threads.py`), to tell memory held per kept thread from memory held per request served.
+
+    python bench/api.py [--rounds 7] [--waves 10] [--concurrency 50] [--idle] [--quick]
 """
 
 from __future__ import annotations
@@ -257,7 +260,7 @@ async def wave(base_url: str, concurrency: int, label: str) -> tuple[float, int]
         return time.monotonic() - started, sum(1 for r in results if r is not True)
 
 
-def load(api: Api, concurrency: int, waves: int) -> dict[str, Any]:
+def load(api: Api, concurrency: int, waves: int, idle: bool = False) -> dict[str, Any]:
     alone, bad_alone = asyncio.run(wave(api.base_url, 1, "alone"))
     before = api.rss_mb()
     seconds, bad = [], bad_alone
@@ -267,7 +270,13 @@ def load(api: Api, concurrency: int, waves: int) -> dict[str, Any]:
         seconds.append(took)
         bad += failed
         rss.append(api.rss_mb())
-    return {"alone": alone, "waves": seconds, "bad": bad, "before": before, "rss": rss}
+    idle_rss = None
+    if idle:
+        from moa_chat.engine.threads import IDLE
+
+        time.sleep(IDLE + 10)  # every kept thread has left
+        idle_rss = api.rss_mb()
+    return {"alone": alone, "waves": seconds, "bad": bad, "before": before, "rss": rss, "idle": idle_rss}
 
 
 def median(values: list[float]) -> float:
@@ -279,6 +288,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--waves", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--idle", action="store_true", help="read the RSS again once the kept threads have left")
     parser.add_argument("--quick", action="store_true", help="2 rounds, 2 waves: a smoke run")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -295,7 +305,7 @@ def main() -> None:
     try:
         first = first_byte(api, fake, env, args.rounds)
         cancelled = cancellation(api, fake, env, args.rounds)
-        loaded = load(api, args.concurrency, args.waves)
+        loaded = load(api, args.concurrency, args.waves, args.idle)
     finally:
         api.stop()
         fake.stop()
@@ -315,6 +325,8 @@ def main() -> None:
     before, first_wave, last_wave = loaded["before"], rss[0], rss[-1]
     print(f"  API RSS (MB): {before:.1f} before, {first_wave:.1f} after the first wave, {last_wave:.1f} after the last")
     print(f"  API RSS after each wave (MB): {', '.join(f'{value:.0f}' for value in rss)}")
+    if loaded["idle"] is not None:
+        print(f"  API RSS once idle, its kept threads gone (MB): {loaded['idle']:.1f}")
 
 
 if __name__ == "__main__":

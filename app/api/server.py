@@ -51,6 +51,7 @@ class Settings:
     max_turns: int = MAX_TURNS
     progress: bool = False  # the panel's progress as reasoning_content, unless a request says otherwise
     saver: ConversationSaver | None = None  # --save: each conversation kept as a stored session
+    read_tools: bool = False  # --read-tools: moa-chat's own tools that only read run on the server
 
 
 @dataclass
@@ -201,6 +202,7 @@ class ApiServer:
         run_turn(
             self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
             call=self.call, on_end=saving(saver, preset, parsed.messages) if saver is not None else None,
+            read_tools=self.settings.read_tools,
         )  # fmt: skip
         try:
             if parsed.stream:

@@ -3,7 +3,8 @@
 The engine is blocking, so a turn runs on one of the engine's kept threads and reports to a `Sink` (the
 HTTP handler's queue, fed thread-safely): text as it streams, progress when asked for, and one end, an
 `Outcome` or an `ApiError`. The client's tools are offered to the aggregator and its tool calls come back
-as they are; moa-chat runs none of them. A cancel (the client left, the server stops) closes the upstream
+as they are; with `--read-tools`, moa-chat's own tools that only read are offered beside them and run here
+(`own_tools`). A cancel (the client left, the server stops) closes the upstream
 streams through the turn's `CancelToken`.
 """
 
@@ -35,11 +36,12 @@ from ..engine.guidance import continues_after_user
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, ChatRequest, LLMCallError, StreamAssembler, TimedOut, call_llm_request, describe_error
 from ..llm.errors import redact
-from ..llm.messages import Message
+from ..llm.messages import Message, assistant, tool_result
 from ..llm.stream import ToolCall
 from ..session.ledger import UsageLedger
 from ..store import StoredCall
 from .guidance_cache import GuidanceCache, turn_hash
+from .own_tools import OwnTools
 from .wire import ApiError, CompletionRequest
 
 SinkKind = Literal["delta", "reasoning", "progress", "done", "failed"]
@@ -135,11 +137,12 @@ def run_turn(
     progress: bool,
     call: CallLLM = call_llm_request,
     on_end: OnEnd | None = None,
+    read_tools: bool = False,
 ) -> None:
     """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed."""
 
     def work() -> None:
-        end = _run(config, preset, request, sink, cancel, cache, progress, call)
+        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools)
         if on_end is not None:
             on_end(end)
         sink("done" if isinstance(end, Outcome) else "failed", end)
@@ -156,6 +159,7 @@ def _run(
     cache: GuidanceCache,
     progress: bool,
     call: CallLLM,
+    read_tools: bool = False,
 ) -> Outcome | Failure:
     began = monotonic()
     ledger = UsageLedger()
@@ -180,16 +184,41 @@ def _run(
         message_filter=model_filter(config),
     )  # fmt: skip
     engine.cache = cache
-    reply = StreamAssembler()
+    own = OwnTools(config, preset) if read_tools else None
+    offered = own.offered(request.tools) if own is not None else request.tools
+    conversation, texts = list(request.messages), []
+    limit = preset.max_iterations or config.max_iterations
     try:
-        engine.aggregate(request.messages, request.tools, reply)
+        while True:
+            reply = StreamAssembler()
+            engine.aggregate(conversation, offered, reply)
+            texts.append(reply.text)
+            asked = reply.tool_calls()
+            mine = [c for c in asked if own is not None and own.ours(c, request.tools)]
+            # The client's calls go back to it (a round with both: the client's alone); the server's own are
+            # answered here and the aggregator asked again, up to the preset's tool rounds.
+            if not mine or len(mine) < len(asked):
+                break
+            if engine.iteration >= limit:  # half an answer is not one: the turn fails, as the chat's does
+                message = f"stopped after {limit} tool rounds without a final answer (max_iterations: {limit})"
+                raise ApiError(502, message, kind="upstream_error", code="max_iterations")
+            assert own is not None
+            conversation.append(assistant(reply.text or None, [call.as_message_part() for call in mine]))
+            conversation += [tool_result(call.id, own.run(call, cancel)) for call in mine]
+            cancel.raise_if_cancelled()
+    except ApiError as exc:
+        return Failure(exc, ledger, tuple(calls), monotonic() - began)
     except Cancelled:
         cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
         return Failure(cancelled, ledger, tuple(calls), monotonic() - began)
     except Exception as exc:
         return Failure(upstream_error(exc, provider_secrets(config)), ledger, tuple(calls), monotonic() - began)
+    client_calls = [c for c in reply.tool_calls() if own is None or not own.ours(c, request.tools)]
     finish = reply.finish_reason or "stop"
-    return Outcome(reply.text, reply.tool_calls(), finish, ledger, engine.reused, tuple(calls), monotonic() - began)
+    if finish == "tool_calls" and not client_calls:
+        finish = "stop"
+    text = "".join(texts)
+    return Outcome(text, client_calls, finish, ledger, engine.reused, tuple(calls), monotonic() - began)
 
 
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
@@ -45,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save", action="store_true", help="keep each API conversation as a stored session (see `moa-chat sessions`)"
     )
+    parser.add_argument(
+        "--read-tools",
+        action="store_true",
+        help="let the aggregator use moa-chat's own tools that only read (read_file, list_directory, search_files, "
+        "fetch_url) in the current folder; tools that change things or need approval never run here",
+    )
     parser.add_argument("--max-turns", type=int, default=None, metavar="N", help="turns in flight at once (16)")
 
 
@@ -61,7 +68,11 @@ def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     token = load_token()
     settings = Settings(
-        token=token.value, cors=args.cors, progress=args.progress, max_turns=args.max_turns or MAX_TURNS
+        token=token.value,
+        cors=args.cors,
+        progress=args.progress,
+        max_turns=args.max_turns or MAX_TURNS,
+        read_tools=args.read_tools,
     )
     if args.save:
         from ..api.saving import ConversationSaver
@@ -125,5 +136,7 @@ def _announce(server: ApiServer, base_url: str, token: Token) -> None:
     else:
         lines.append(f"  API key: kept in {token.source} (mode 0600)")
     lines.append("  authenticate with the header  Authorization: Bearer <API key>")
+    if server.settings.read_tools:
+        lines.append(f"  moa-chat's tools that only read run here, in {Path.cwd()} (never run_command, write_file)")
     lines.append(f"moa-chat api: serving on {base_url} (Ctrl+C stops)")
     print("\n".join(lines), flush=True)
