@@ -259,6 +259,35 @@ def test_save_keeps_each_conversation_as_one_session(home, llm_server):
     assert sum(len(t.calls) for t in turns) == 4 + 1 + 4  # the tool round reused the panel
 
 
+@pytest.mark.parametrize("traced", [True, False])
+def test_save_writes_each_calls_trace_under_the_stored_turn_with_save_traces(home, llm_server, traced):
+    from moa_chat.store import SessionStore
+    from moa_chat.store.traces import trace_path
+
+    configure(home, llm_server, ("save_traces: true\n" if traced else "") + "privacy_filter: display\n")
+    api = start_api(home, "--save")
+    try:
+        prompt = [{"role": "user", "content": "mail alice@example.com how to reverse a list"}]
+        chunks = list(client(api).chat.completions.create(model="wire", messages=prompt, stream=True))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok from agg"
+    finally:
+        api.stop()  # the turn is stored, its traces written, before the client hears its end
+    store = SessionStore()
+    [session] = store.sessions()
+    path = trace_path(session.id, store.file.parent)
+    if not traced:
+        assert not path.exists() and not path.parent.exists()
+        return
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert sorted(e["label"] for e in entries) == ["wire:agg", "wire:ref-a", "wire:ref-b", "wire:ref-c"]
+    assert sorted(e["request"]["task"] for e in entries) == ["moa_aggregator", *["moa_reference"] * 3]
+    [turn] = store.turns(session.id)
+    assert {e["turn"] for e in entries} == {turn.id}
+    text = path.read_text(encoding="utf-8")
+    assert "alice@example.com" not in text and "[email]" in text and TOKEN not in text  # redacted as the chat's
+    assert "alice@example.com" in str(llm_server.requests_for("agg")[0].messages)  # the models got it whole
+
+
 def test_a_reasoning_aggregators_thinking_streams_as_reasoning_content(api, llm_server):
     llm_server.script("agg", Reply(text="the answer", reasoning="first I think, then I answer"))
     chunks = list(client(api).chat.completions.create(model="wire", messages=QUESTION, stream=True))

@@ -5,6 +5,8 @@ messages, as last saved, are the start of the request's: the new messages (the n
 results) go under its head, then the reply. The heads are found by a hash of the conversation (roles, text,
 tool calls), kept for a bounded number of conversations; one not found (after a restart, or evicted) starts
 a new session with the whole conversation. Sessions show in `moa-chat sessions`, `export` and the chat.
+With `save_traces` on (the config's or the preset's), a turn's call traces are written once it is stored, under
+its session and turn, redacted as the chat's are.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..config import Preset
+from ..config import Config, Preset
+from ..engine.privacy import privacy_scrub
 from ..llm.messages import Message, ToolCallPart, assistant
 from ..prompts import message_text
 from ..store import SessionStore, StoredCall, StoreError, make_title
+from ..store.traces import TraceWriter
 from .turn import Failure, OnEnd, Outcome
 
 CAPACITY = 1024  # conversations whose heads are remembered
@@ -60,14 +64,25 @@ class ConversationSaver:
         error: str | None,
         seconds: float,
         calls: list[StoredCall],
+        traces: Sequence[Mapping[str, object]] = (),
+        scrub: Callable[[str], str] | None = None,
     ) -> str | None:
-        """Store one request's turn; returns the session's id (None when the store refused: logged)."""
+        """Store one request's turn, then its `traces` (redacted by `scrub`) under that session and turn;
+        returns the session's id (None when the store refused: logged)."""
         try:
             with self._lock:  # one conversation's rounds are stored in order
-                return self._save(preset, messages, reply, status, error, seconds, calls)
+                session_id, turn = self._save(preset, messages, reply, status, error, seconds, calls)
         except (StoreError, ValueError) as exc:
             logger.warning("could not save an API conversation: %s", exc)
             return None
+        if traces:
+            writer = TraceWriter(session_id, folder=self.store.file.parent, scrub=scrub, turn=turn)
+            try:
+                for entry in traces:
+                    writer(entry)
+            except OSError as exc:  # the turn is stored and answered: a trace that cannot be written is logged
+                logger.warning("could not write the traces of an API turn: %s", exc)
+        return session_id
 
     def _save(
         self,
@@ -78,7 +93,8 @@ class ConversationSaver:
         error: str | None,
         seconds: float,
         calls: list[StoredCall],
-    ) -> str:
+    ) -> tuple[str, int]:
+        """The session and turn the request is stored as."""
         session_id, head, start = self._continued(messages)
         if session_id is None:
             first = next((message_text(m.get("content")) for m in messages if m["role"] == "user"), "")
@@ -100,7 +116,7 @@ class ConversationSaver:
         )
         if reply is not None:
             self._remember(conversation_hash([*messages, reply]), session_id, new_head)
-        return session_id
+        return session_id, turn
 
     def _continued(self, messages: Sequence[Message]) -> tuple[str | None, int | None, int]:
         """(session, head, how many of `messages` it holds) for the longest stored start of `messages`."""
@@ -119,8 +135,10 @@ class ConversationSaver:
             self._heads.popitem(last=False)
 
 
-def saving(saver: ConversationSaver, preset: Preset, messages: Sequence[Message]) -> OnEnd:
-    """What a request's turn does once the client has its answer: store it, the reply or how it failed."""
+def saving(saver: ConversationSaver, config: Config, preset: Preset, messages: Sequence[Message]) -> OnEnd:
+    """What a request's turn does once the client has its answer: store it, the reply or how it failed, and
+    the traces it collected (`run_turn(traces=...)`), redacted as the chat's are."""
+    scrub = privacy_scrub(config, for_models=False)
 
     def on_end(end: Outcome | Failure) -> None:
         reply: Message | None = None
@@ -134,6 +152,9 @@ def saving(saver: ConversationSaver, preset: Preset, messages: Sequence[Message]
         else:
             status = "cancelled" if end.error.code == "cancelled" else "failed"
             error = end.error.message
-        saver.save(preset, messages, reply, status=status, error=error, seconds=end.seconds, calls=list(end.calls))
+        saver.save(
+            preset, messages, reply, status=status, error=error, seconds=end.seconds, calls=list(end.calls),
+            traces=end.traces, scrub=scrub,
+        )  # fmt: skip
 
     return on_end

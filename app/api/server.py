@@ -201,8 +201,8 @@ class ApiServer:
         saver = self.settings.saver
         run_turn(
             self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
-            call=self.call, on_end=saving(saver, preset, parsed.messages) if saver is not None else None,
-            read_tools=self.settings.read_tools,
+            call=self.call, on_end=saving(saver, self.config, preset, parsed.messages) if saver is not None else None,
+            read_tools=self.settings.read_tools, traces=saver is not None and self.config.traces_for(preset),
         )  # fmt: skip
         try:
             if parsed.stream:

@@ -63,6 +63,7 @@ class Outcome:
     guidance_reused: bool
     calls: tuple[StoredCall, ...] = ()  # every call with its answer, for the store
     seconds: float = 0.0
+    traces: tuple[dict[str, object], ...] = ()  # every finished call's trace entry, when traces are kept
 
     def usage(self) -> dict[str, object]:
         return dict(self.ledger.usage().as_dict())
@@ -80,6 +81,7 @@ class Failure:
     ledger: UsageLedger
     calls: tuple[StoredCall, ...] = ()
     seconds: float = 0.0
+    traces: tuple[dict[str, object], ...] = ()
 
 
 class _CachingEngine(MoAEngine):
@@ -138,11 +140,13 @@ def run_turn(
     call: CallLLM = call_llm_request,
     on_end: OnEnd | None = None,
     read_tools: bool = False,
+    traces: bool = False,
 ) -> None:
-    """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed."""
+    """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed.
+    With `traces`, the engine's trace entries are collected on the end (`--save` writes them once stored)."""
 
     def work() -> None:
-        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools)
+        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools, traces)
         if on_end is not None:
             on_end(end)
         sink("done" if isinstance(end, Outcome) else "failed", end)
@@ -160,10 +164,13 @@ def _run(
     progress: bool,
     call: CallLLM,
     read_tools: bool = False,
+    traces: bool = False,
 ) -> Outcome | Failure:
     began = monotonic()
     ledger = UsageLedger()
     calls: list[StoredCall] = []
+    # The chat's trace hook, collecting: the session and turn a trace belongs to exist only once it is stored.
+    traced: list[dict[str, object]] = []
 
     def observe(event: EngineEvent) -> None:
         ledger.observe(event)
@@ -181,7 +188,7 @@ def _run(
 
     engine = _CachingEngine(
         config, preset, call=aggregator_call(request, call), cancel=cancel, observer=observe,
-        message_filter=model_filter(config),
+        message_filter=model_filter(config), tracer=traced.append if traces else None,
     )  # fmt: skip
     engine.cache = cache
     own = OwnTools(config, preset) if read_tools else None
@@ -207,18 +214,20 @@ def _run(
             conversation += [tool_result(call.id, own.run(call, cancel)) for call in mine]
             cancel.raise_if_cancelled()
     except ApiError as exc:
-        return Failure(exc, ledger, tuple(calls), monotonic() - began)
+        return Failure(exc, ledger, tuple(calls), monotonic() - began, tuple(traced))
     except Cancelled:
         cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
-        return Failure(cancelled, ledger, tuple(calls), monotonic() - began)
+        return Failure(cancelled, ledger, tuple(calls), monotonic() - began, tuple(traced))
     except Exception as exc:
-        return Failure(upstream_error(exc, provider_secrets(config)), ledger, tuple(calls), monotonic() - began)
+        failed = upstream_error(exc, provider_secrets(config))
+        return Failure(failed, ledger, tuple(calls), monotonic() - began, tuple(traced))
     client_calls = [c for c in reply.tool_calls() if own is None or not own.ours(c, request.tools)]
     finish = reply.finish_reason or "stop"
     if finish == "tool_calls" and not client_calls:
         finish = "stop"
     text = "".join(texts)
-    return Outcome(text, client_calls, finish, ledger, engine.reused, tuple(calls), monotonic() - began)
+    seconds = monotonic() - began
+    return Outcome(text, client_calls, finish, ledger, engine.reused, tuple(calls), seconds, tuple(traced))
 
 
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
