@@ -7,18 +7,8 @@ from conftest import write_config
 from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.widgets.header import StatusHeader
+from test_loose_ends import LOCAL_ON_THE_TEST_SERVER
 from tui_helpers import make_app, run_turn
-
-LOCAL_ON_THE_TEST_SERVER = """
-providers:
-  local: {{base_url: "{base_url}", max_retries: 0}}
-moa:
-  default_preset: mine
-  presets:
-    mine:
-      reference_models: [{{provider: local, model: smollm2, samples: 2}}]
-      aggregator: {{provider: local, model: smollm2}}
-"""
 
 
 async def test_a_local_turn_shows_tokens_n_a_and_0_dollars_in_the_header(home, llm_server):
