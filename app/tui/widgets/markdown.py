@@ -217,14 +217,20 @@ class ReplyMarkdown(Widget):
         if span is not None:
             start, end = span
             body = _selected(body, start, len(text) if end == -1 else end, self.chosen_text_style())
-        room = width - line.left.cell_length - line.right.cell_length - line.body.cell_length
-        if room > 0 and not line.right:
-            body.append(Segment(" " * room, rich_base))
+        right_segments = line.right.render_segments(base)
+        if text:
+            # Past the last cell with an offset, Textual's hit test reads the end of that cell's text: the text's
+            # end. So what follows the text (the padding, the right-hand decoration) needs no offsets, each of
+            # which is a style of its own that Textual keeps in its cache of rendered styles.
+            right = Strip(right_segments)
+        else:
+            # A line with no text: its padding or its decoration carries the line's offset.
+            room = width - line.left.cell_length - line.right.cell_length
+            if room > 0 and not line.right:
+                body.append(Segment(" " * room, rich_base))
+            right = Strip(right_segments).apply_offsets(0, y)
         body_strip = Strip(body).apply_offsets(0, y)
         left = _pinned(line.left.render_segments(base), 0, y)
-        # The right side's cells carry offsets past the text's end, which a selection reads as its end: one
-        # segment per style, where the left side needs one per cell (each selects from the text's start).
-        right = Strip(line.right.render_segments(base)).apply_offsets(len(text), y)
         # adjust_cell_length, not crop_extend: crop_extend caches a strip of the right length in itself, a cycle
         # that makes every drawn line garbage only a full collection frees (tui/heap.py runs none mid-turn).
         return Strip.join([left, body_strip, right]).adjust_cell_length(width, rich_base)
@@ -240,9 +246,12 @@ class ReplyMarkdown(Widget):
             self.draw_lines(self.size.width)
         copied: list[str] = []
         last = -2
-        for y, line in enumerate(self.document.all_lines()):
+        first_y = selection.start.y if selection.start is not None else 0
+        last_y = selection.end.y if selection.end is not None else self.document.height - 1
+        for y in range(first_y, last_y + 1):
+            line = self.document.line(y)
             span = selection.get_span(y)
-            if span is None:
+            if line is None or span is None:
                 continue
             if not line.body and (line.left or line.right):
                 continue  # a line that only decorates (a frame's edge, a rule): nothing to copy
