@@ -112,12 +112,23 @@ def load_sdk() -> None:
     import openai  # noqa: F401
 
 
+def load_transport() -> None:
+    """Load what the SDK loads at its first request (the HTTP transport, the chat resource and its stream
+    reader), with a client that sends nothing."""
+    import openai
+
+    with openai.OpenAI(api_key="unused", http_client=openai.DefaultHttpxClient()) as client:
+        client.chat.completions  # noqa: B018 - a resource is loaded when first read
+
+
 def warm_up(then: Callable[[], object] | None = None) -> None:
-    """Import the SDK on a background thread, once the app has shown its first screen, so that neither
-    the start-up nor the first turn waits for it; then call `then` (on that thread)."""
+    """Import the SDK, and what its first request loads, on a background thread once the app has shown its
+    first screen, so that neither the start-up nor the first turn waits for it; then call `then` (on that
+    thread)."""
 
     def load() -> None:
         load_sdk()
+        load_transport()
         if then is not None:
             then()
 
