@@ -17,8 +17,8 @@ TEXT = CORPUS * 4
 
 
 def drawn(document: Document) -> int:
-    """How many finished blocks have lines at the current width."""
-    return sum(block.lines is not None for block in document._blocks)
+    """How many finished blocks are drawn at the current width."""
+    return sum(block.exact for block in document._blocks)
 
 
 def test_a_new_width_draws_only_the_blocks_asked_for_and_settles_to_the_lines_of_that_width():

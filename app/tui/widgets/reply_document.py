@@ -7,6 +7,10 @@ as text arrives, so a batch costs the same at the end of a long reply as at its 
 Lines are drawn for one width and one look. When either changes, a block is drawn again only when it is asked
 for (on screen, or by `settle`); until then its height at the last width stands in for its height at the new
 one, and drawing it corrects that. So a resize of a long reply draws what is on screen, not all of it.
+
+Only the lines of the blocks used last are kept (KEPT_LINES in all): a block further away keeps its source and
+its height, and is drawn again from its source when it is next shown. So a reply's memory does not grow with its
+length beyond its text.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,17 +27,20 @@ from markdown_it.token import Token
 from .markdown_blocks import EMPTY, Line, Look, block_starts, draw, parser
 
 GAP = Line(EMPTY, EMPTY)  # the blank line between two blocks
+KEPT_LINES = 500  # the drawn lines kept, of the blocks used last: a dozen screens
 
 
 @dataclass
 class Block:
     """A finished top-level block: its Markdown, its tokens until it is first drawn, and its lines at the
-    current width and look (None where they are not drawn yet: `height` is then the height it last had)."""
+    current width and look (None where they are not drawn yet, or not kept). `height` is exact once it has been
+    drawn at the current width and look (`exact`); until then it is the height it last had."""
 
     source: str
     tokens: Sequence[Token] | None
     lines: list[Line] | None = None
     height: int = 1
+    exact: bool = False
 
 
 class Document:
@@ -48,6 +56,8 @@ class Document:
         self._open_lines: list[Line] | None = None  # and its lines, once drawn
         self._sealed = False  # the stream ended: the growing block is a finished one
         self._drawn_for: tuple[int, object] | None = None
+        self._kept: OrderedDict[int, None] = OrderedDict()  # the blocks whose lines are kept, used last at the end
+        self._kept_lines = 0
         self._look: Look | None = None
         self.corrected: int | None = None  # the first line that moved since the widget last looked (a height changed)
         if markdown:
@@ -59,6 +69,7 @@ class Document:
         if self._sealed:  # more text after the end: the last block grows again
             self._sealed = False
             if self._blocks:
+                self._forget(len(self._blocks) - 1)
                 self._tail = self._blocks.pop().source
                 self._starts = None
         self.source += fragment
@@ -93,6 +104,7 @@ class Document:
         self._blocks.append(block)
         if self._look is not None and self._drawn_for is not None:
             self._draw(block, self._drawn_for[0], self._look)
+            self._keep(len(self._blocks) - 1, recent=True)
 
     def ensure(self, width: int, look: Look, key: object) -> bool:
         """Lines at `width` in `look` (`key`: what else they depend on): the growing block's drawn if they are not,
@@ -101,10 +113,13 @@ class Document:
         if again:
             first = self._drawn_for is None
             self._drawn_for, self._look, self._open_lines = (width, key), look, None
-            for block in self._blocks:
-                block.lines = None
+            self._kept.clear()
+            self._kept_lines = 0
+            for index, block in enumerate(self._blocks):
+                block.lines, block.exact = None, False
                 if first:
                     self._draw(block, width, look)
+                    self._keep(index, recent=True)
             self._starts = None
         if self._open is not None and self._open_lines is None:
             self._open_lines = draw(self._open, width, look)
@@ -115,21 +130,50 @@ class Document:
         block.tokens = None
         starts = block_starts(tokens)
         block.lines = draw(tokens[starts[0] :], width, look) if starts else [GAP]
-        block.height = len(block.lines)
+        block.height, block.exact = len(block.lines), True
+
+    def _keep(self, index: int, *, recent: bool) -> None:
+        """Block `index` was drawn or used: its lines are kept, the first to go if not `recent`; the lines of
+        the blocks used longest ago go past KEPT_LINES."""
+        if index in self._kept:
+            if recent:
+                self._kept.move_to_end(index)
+            return
+        lines = self._blocks[index].lines
+        assert lines is not None
+        self._kept[index] = None
+        self._kept.move_to_end(index, last=recent)
+        self._kept_lines += len(lines)
+        while self._kept_lines > KEPT_LINES and len(self._kept) > 1:
+            self._forget(next(iter(self._kept)))
+
+    def _forget(self, index: int) -> None:
+        """Drop block `index`'s lines (it keeps its source and height)."""
+        if index in self._kept:
+            del self._kept[index]
+            block = self._blocks[index]
+            self._kept_lines -= len(block.lines or ())
+            block.lines = None
 
     def _drawn(self, index: int) -> list[Line]:
         """Block `index`'s lines, drawn now if they are not; a height that changes moves the lines below it."""
+        if self._blocks[index].lines is None:
+            self._redraw(index)
+        lines = self._blocks[index].lines
+        assert lines is not None
+        self._keep(index, recent=True)
+        return lines
+
+    def _redraw(self, index: int) -> None:
+        """Draw block `index` at the current width and look; a height that changes moves the lines below it."""
+        assert self._drawn_for is not None and self._look is not None
         block = self._blocks[index]
-        if block.lines is None:
-            assert self._drawn_for is not None and self._look is not None
-            height = block.height
-            self._draw(block, self._drawn_for[0], self._look)
-            if block.height != height:
-                moved = self.starts()[index] + min(height, block.height)
-                self.corrected = moved if self.corrected is None else min(self.corrected, moved)
-                self._starts = None
-        assert block.lines is not None
-        return block.lines
+        height = block.height
+        self._draw(block, self._drawn_for[0], self._look)
+        if block.height != height:
+            moved = self.starts()[index] + min(height, block.height)
+            self.corrected = moved if self.corrected is None else min(self.corrected, moved)
+            self._starts = None
 
     def settle(self, seconds: float) -> bool:
         """Draw blocks not drawn at the current width, the last first, for about `seconds`. Whether any remain."""
@@ -137,10 +181,11 @@ class Document:
             return False
         until = time.perf_counter() + seconds
         for index in range(len(self._blocks) - 1, -1, -1):
-            if self._blocks[index].lines is None:
+            if not self._blocks[index].exact:
                 if time.perf_counter() > until:
                     return True
-                self._drawn(index)
+                self._redraw(index)
+                self._keep(index, recent=False)  # drawn for its height: its lines are the first to go
         return False
 
     def starts(self) -> list[int]:
@@ -172,6 +217,7 @@ class Document:
             if block.lines is None:
                 self._drawn(index)  # its height may change, and with it where y falls: look again
                 continue
+            self._keep(index, recent=True)
             at = y - starts[index]
             return block.lines[at] if at < len(block.lines) else GAP
         y -= self.done + (1 if self.done else 0)
