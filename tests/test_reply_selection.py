@@ -123,3 +123,31 @@ async def test_a_reply_loaded_whole_is_selectable_too_and_a_paragraph_copies_as_
         assert everything == f"Title\n\n{paragraph.strip()}\n\n• one\n• two"
         selected = await drag(pilot, markdown, "Title", "two")
     assert selected == everything
+
+
+async def test_a_drag_that_ends_past_a_lines_text_selects_to_its_end():
+    # Past the text (the padding, a code block's right-hand frame) the line's cells carry no offsets of their
+    # own: Textual reads the end of the text there.
+    app = LogApp()
+    async with app.run_test(size=(60, 30)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        await reply.mount(
+            ReplyMarkdown("# Title\n\nshort line\n\n```python\ncode here\n```\n", classes="reply-markdown")
+        )
+        await pilot.pause()
+        markdown = reply.query_one(ReplyMarkdown)
+        left, top = markdown.region.x, markdown.region.y
+        title, x = line_of(markdown, "Title")
+        short, _ = line_of(markdown, "short line")
+        code, _ = line_of(markdown, "code here")
+        for row, cell, expected in (
+            (short, 40, "Title\n\nshort line"),  # the padding after the text
+            (code, markdown.region.width - 1, "Title\n\nshort line\n\ncode here"),  # the frame's right edge
+        ):
+            assert markdown.render_line(row).text[cell] in " │"
+            await pilot.mouse_down(app.screen, offset=(left + x, top + title))
+            await pilot.hover(app.screen, offset=(left + cell, top + row))
+            await pilot.mouse_up(app.screen, offset=(left + cell, top + row))
+            await pilot.pause()
+            assert app.screen.get_selected_text() == expected
