@@ -407,3 +407,33 @@ def test_a_dropped_reference_stays_dropped_and_never_holds_up_the_exit(llm_serve
     assert took < 6  # the process ends with the turn, not when the hung request and its retries give up
     time.sleep(2)
     assert len(llm_server.requests_for("ref-b")) == 1  # not retried behind the fan-out's back
+
+
+def test_an_error_described_while_another_thread_imports_the_sdk_waits_for_that_import(tmp_path, monkeypatch):
+    # The chat's warm-up thread imports the SDK while a first turn may already have failed: the error's
+    # description looks at the SDK's classes, which a half-imported module does not have yet.
+    import sys
+    import threading
+    import types
+
+    from moa_chat.llm.errors import loaded_module
+
+    gate = types.SimpleNamespace(started=threading.Event(), release=threading.Event())
+    monkeypatch.setitem(sys.modules, "moa_test_import_gate", gate)
+    (tmp_path / "moa_test_slow_sdk.py").write_text(
+        "import moa_test_import_gate as gate\ngate.started.set()\ngate.release.wait(30)\nREADY = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "moa_test_slow_sdk", raising=False)
+    importer = threading.Thread(target=__import__, args=("moa_test_slow_sdk",))
+    importer.start()
+    assert gate.started.wait(30)
+    seen: list[bool] = []
+    asker = threading.Thread(target=lambda: seen.append(hasattr(loaded_module("moa_test_slow_sdk"), "READY")))
+    asker.start()
+    asker.join(0.5)  # a half-loaded module handed back at once would be seen here, before the import ends
+    gate.release.set()
+    importer.join(30)
+    asker.join(30)
+    assert seen == [True]
+    assert loaded_module("moa_test_never_imported") is None

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import collections
 import functools
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from ..config import Config, Preset
-from ..llm import CallLLM, LLMCallError, TimedOut, describe_error
+from ..llm import CallLLM, LLMCallError, TimedOut, describe_error, loaded_sdk
 from ..llm.messages import Message
 from . import clock, threads
 from .calls import MessageFilter, ModelCall, Tracer, slot_request
@@ -256,7 +255,7 @@ def _work_through(
 def _is_timeout(exc: BaseException) -> bool:
     if isinstance(exc, TimedOut):
         return True
-    openai = sys.modules.get("openai")  # loaded whenever one of its errors exists
+    openai = loaded_sdk()
     if openai is None:
         return isinstance(exc, TimeoutError)
     if isinstance(exc, openai.APITimeoutError):

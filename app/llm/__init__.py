@@ -26,6 +26,7 @@ from .errors import (
     describe_error,
     format_wait,
     is_transient,
+    loaded_sdk,
     redact,
     retry_after,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "is_transient",
     "list_models",
     "load_sdk",
+    "loaded_sdk",
     "note_bytes",
     "retry_after",
     "sending",

@@ -1,12 +1,13 @@
 """A failed provider call, and the one-line reason a user can act on.
 
 The SDK (openai, on httpx2) is not imported here: it costs half a second, and an error of its can only
-exist once it has been imported, so `_sdk()` finds it in sys.modules when there is anything to describe.
+exist once it has been imported, so `loaded_sdk()` finds it in sys.modules when there is anything to describe.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import ipaddress
 import re
 import socket
@@ -98,18 +99,26 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 
 
-def _sdk() -> Any:
+def loaded_module(name: str) -> Any:
+    """Module `name` if its import has begun, else None. One still being imported on another thread (the
+    chat's warm-up) is waited for: half-loaded, it lacks the names asked of it."""
+    if name not in sys.modules:
+        return None
+    return importlib.import_module(name)  # at once if loaded; else once the other thread's import is done
+
+
+def loaded_sdk() -> Any:
     """The openai module if it is loaded (it is whenever one of its errors exists), else None."""
-    return sys.modules.get("openai")
+    return loaded_module("openai")
 
 
 def _http() -> Any:
-    return sys.modules.get("httpx2")
+    return loaded_module("httpx2")
 
 
 def is_transient(exc: BaseException) -> bool:
     """Whether sending the same request again may well succeed: the SDK's rules, `x-should-retry` first."""
-    openai = _sdk()
+    openai = loaded_sdk()
     if openai is None:
         return False
     if isinstance(exc, openai.APITimeoutError):
@@ -211,7 +220,7 @@ def _is_local(base_url: str) -> bool:
 
 def closed_midway(exc: BaseException) -> str | None:
     """What happened, when a read failed because the connection closed or reset under it; else None."""
-    openai, httpx = _sdk(), _http()
+    openai, httpx = loaded_sdk(), _http()
     if httpx is not None and isinstance(exc, httpx.TimeoutException):
         return None
     kinds: tuple[type[BaseException], ...] = (ConnectionError,)
@@ -232,7 +241,7 @@ def describe_error(exc: BaseException) -> str:
         return exc.reason
     if isinstance(exc, ConfigError):
         return exc.message
-    openai = _sdk()
+    openai = loaded_sdk()
     if openai is not None:
         if isinstance(exc, openai.APITimeoutError):
             return "timed out waiting for the provider"

@@ -14,12 +14,12 @@ import contextlib
 import json
 import socket
 import ssl
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
 
+from .errors import loaded_module
 from .messages import ToolCallPart
 from .usage import Usage
 
@@ -234,15 +234,15 @@ def stream_chunks(stream: object) -> Iterable[object]:
     ([DONE]), an error sent in the stream and the network's faults are read as the SDK's `Stream` reads
     them. Anything else (a substituted `call_llm`'s answer) is iterated as it is.
     """
-    openai, response = sys.modules.get("openai"), _http_response(stream)
+    openai, response = loaded_module("openai"), _http_response(stream)
     if openai is None or response is None or not isinstance(stream, openai.Stream):
         return cast(Iterable[object], stream)  # a substituted call_llm's answer; ModelCall checked it iterates
-    return _sse_chunks(response, openai, sys.modules["httpx2"])
+    return _sse_chunks(response, openai, loaded_module("httpx2"))
 
 
 def _http_response(stream: object) -> Any:
     """The HTTP response under an SDK stream; None for anything else (a substituted `call_llm`'s answer)."""
-    httpx = sys.modules.get("httpx2")  # loaded whenever such a response exists
+    httpx = loaded_module("httpx2")  # loaded whenever such a response exists
     response = getattr(stream, "response", None)
     return response if httpx is not None and isinstance(response, httpx.Response) else None
 
@@ -306,7 +306,7 @@ def note_bytes(stream: object, on_bytes: Callable[[], None]) -> bool:
     (a substituted `call_llm`); the caller then counts chunks instead."""
     response = _http_response(stream)
     inner = getattr(response, "stream", None)
-    if response is None or not isinstance(inner, sys.modules["httpx2"].SyncByteStream):
+    if response is None or not isinstance(inner, loaded_module("httpx2").SyncByteStream):
         return False
     noted = _noted_bytes_type()
     if not isinstance(inner, noted):
