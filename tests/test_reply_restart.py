@@ -129,6 +129,7 @@ async def test_both_versions_are_stored_and_a_reopened_session_shows_them(home, 
         ("the whole reply", turns[1].id, False),
     ]
     assert store.path(session_id)[-1].content == "the whole reply"
+    assert store.session(session_id).turns == 1  # one exchange, in two versions
     # Each version keeps the panel it was written from; the answers' usage is counted once.
     assert [len(t.references) for t in turns] == [3, 3]
     assert all(c.record.usage is not None for c in turns[0].references)

@@ -173,6 +173,7 @@ def test_regenerate_asks_only_the_aggregator_and_keeps_both_versions(home, wire_
     assert [m["content"] for m in session.messages] == ["the question", "first answer"]
     turns = session.store.turns(session.id)
     assert [t.kind for t in turns] == ["ask", "regenerate"]
+    assert session.store.session(session.id).turns == 1  # one exchange, in two versions
     assert {c.text for c in turns[1].references} == {"ok from ref-a", "ok from ref-b", "ok from ref-c"}
 
 

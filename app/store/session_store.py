@@ -29,9 +29,15 @@ from .database import StoreError, connect, damaged, default_path
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
 TITLE_LENGTH = 60
+# A session's turns are its exchanges: the prompts on the conversation shown (the path to its head). A
+# regeneration, a re-ask or an edit adds a version of an exchange, not another one.
 _SUMMARIES = """
     SELECT s.id, s.title, s.created, s.updated, s.preset,
-           (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns,
+           (WITH RECURSIVE path(id, parent_id, role) AS (
+                SELECT m.id, m.parent_id, m.role FROM messages m WHERE m.id = s.head_id
+                UNION ALL
+                SELECT m.id, m.parent_id, m.role FROM messages m JOIN path p ON m.id = p.parent_id
+            ) SELECT COUNT(*) FROM path WHERE role = 'user') AS turns,
            (SELECT SUM(c.cost) FROM calls c JOIN turns t ON t.id = c.turn_id WHERE t.session_id = s.id) AS cost
     FROM sessions s
 """
