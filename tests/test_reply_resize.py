@@ -73,3 +73,30 @@ async def test_a_resized_reply_shows_what_a_reply_drawn_at_that_width_shows():
     assert len(got) == len(want)
     for number, (line, expected) in enumerate(zip(got, want, strict=True)):
         assert line == expected, f"line {number}"
+
+
+async def test_a_view_scrolled_into_a_reply_keeps_its_top_line_while_the_blocks_above_it_settle():
+    from test_reply_selection import line_of, long_reply
+
+    app = LogApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        log = app.query_one(ChatLog)
+        await log.mount(reply)
+        markdown = ReplyMarkdown(long_reply(3_000), classes="reply-markdown")
+        await reply.mount(markdown)
+        await pilot.pause()
+        heading, _ = line_of(markdown, "Section 40")
+        log.scroll_to(y=markdown.virtual_region.y + heading, animate=False, immediate=True)
+        await pilot.pause()
+
+        def top_line() -> str:
+            return markdown.render_line(round(log.scroll_y) - markdown.virtual_region.y).text.strip()
+
+        assert top_line() == "Section 40"
+        await pilot.resize_terminal(56, 30)  # the 39 sections above wrap to more lines
+        await wait_until(pilot, lambda: markdown.size.width < 56 and not markdown.settling, describe="settled")
+        await pilot.pause()
+        assert markdown.size.height == markdown.document.height
+        assert line_of(markdown, "Section 40")[0] > heading  # it moved down the reply…
+        assert top_line() == "Section 40"  # …and the view with it

@@ -169,13 +169,28 @@ class ReplyMarkdown(Widget):
                 self.set_timer(SETTLE_PAUSE, self.settle)
 
     def settle(self) -> None:
-        """Draw again, for a moment, blocks not yet drawn at this width; again after a frame if some remain."""
+        """Draw again, for a moment, blocks not yet drawn at this width; again after a frame if some remain.
+        A view scrolled into the reply keeps its top line where it is while the blocks above it change height."""
+        view = self.scroll_view()
+        top = None if view is None else round(view.scroll_y) - self.virtual_region.y
+        place = None if top is None else self.document.locate(top)
         remaining = self.document.settle(SETTLE)
+        if view is not None and top is not None and place is not None:
+            shift = self.document.y_of(place) - top
+            if shift:
+                view.scroll_relative(y=shift, animate=False, immediate=True)
         self.follow_moves()
         if remaining:
             self.set_timer(SETTLE_PAUSE, self.settle)
         else:
             self.settling = False
+
+    def scroll_view(self) -> Widget | None:
+        """The container that scrolls this reply, if one does."""
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, Widget) and ancestor.allow_vertical_scroll:
+                return ancestor
+        return None
 
     def follow_moves(self) -> None:
         """A block drawn again at a new height moved the lines below it: forget their strips, lay out again."""

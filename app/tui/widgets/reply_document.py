@@ -188,6 +188,20 @@ class Document:
                 self._keep(index, recent=False)  # drawn for its height: its lines are the first to go
         return False
 
+    def locate(self, y: int) -> tuple[int, int] | None:
+        """The finished block line `y` is in and how far into it: a place that stays put while the blocks above
+        it are drawn again at new heights (`y_of` finds it then). None past the finished blocks."""
+        if not 0 <= y < self.done:
+            return None
+        starts = self.starts()
+        index = bisect.bisect_right(starts, y) - 1
+        return index, y - starts[index]
+
+    def y_of(self, place: tuple[int, int]) -> int:
+        """The line a place from `locate` is on now."""
+        index, within = place
+        return self.starts()[index] + min(within, self._blocks[index].height)
+
     def starts(self) -> list[int]:
         """The first line of each finished block (a blank line between two)."""
         if self._starts is None:
