@@ -3,6 +3,7 @@ footers, the welcome and the picker at 60×20, an older reply's version, and an 
 
 from __future__ import annotations
 
+import pytest
 from conftest import write_config
 from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply
@@ -150,6 +151,27 @@ async def test_the_pickers_needs_are_whole_at_60_columns_and_beside_the_models_a
             options.highlighted = options.get_option_index("frontier")
             await pilot.pause()
             assert "needs OPENROUTER_API_KEY" in _drawn(options)
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (110, 32)])
+async def test_the_pickers_hint_stays_in_its_panel_and_a_long_list_scrolls(home, size):
+    from moa_chat.tui.screens.preset_picker import PresetPicker
+    from textual.widgets import OptionList
+    from tui_helpers import wait_until
+
+    app = make_app(load_config(None), "demo")
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
+        await pilot.pause()
+        await pilot.pause()
+        panel, options = app.screen.query_one("#picker"), app.screen.query_one(OptionList)
+        hint = app.screen.query_one(".modal-hint")
+        assert "Enter switch · Esc close" in _drawn(hint)
+        assert panel.content_region.contains_region(hint.region), (hint.region, panel.content_region)
+        assert options.region.bottom <= hint.region.y
+        if size[1] < 30:
+            assert options.max_scroll_y > 0  # the rest of the list is a scroll away
 
 
 # --------------------------------------------------------------------------- a reply's version at 120 columns

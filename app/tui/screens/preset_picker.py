@@ -40,6 +40,9 @@ class SelfMoA:
     spec: str
 
 
+MAX_LIST, MIN_LIST = 30, 3  # the list's rows at most, and at least however short the screen
+
+
 class PresetPicker(ModalScreen[str | SelfMoA | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Close", id="close_picker")]
 
@@ -136,6 +139,8 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
 
     def on_resize(self) -> None:
         self._rebuild()  # a row's needs move to a line of their own, or back, with the width
+        self.query_one(OptionList).styles.max_height = MAX_LIST  # as tall as it likes, then fitted
+        self.call_after_refresh(self.fit_list)
 
     def _rebuild(self) -> None:
         options = self.query_one(OptionList)
@@ -155,6 +160,16 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
         why = self.query_one("#picker-why", Static)
         why.update(Content(inert(text)))
         why.display = bool(text)
+        self.call_after_refresh(self.fit_list)
+
+    def fit_list(self) -> None:
+        """A list taller than the panel's room under its title and over its hint gives up the rows it overflows
+        by, and scrolls: at its own height, on a short screen, it pushed the hint out of the panel."""
+        panel, options = self.query_one("#picker", Vertical), self.query_one(OptionList)
+        last = [child for child in panel.children if child.display][-1]
+        overflow = last.region.bottom + last.styles.margin.bottom - panel.content_region.bottom
+        if overflow > 0:
+            options.styles.max_height = max(MIN_LIST, options.size.height - overflow)
 
     def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
         self._explain("")
