@@ -47,3 +47,52 @@ def test_demo_turn_synthesises_its_references_with_markdown(home):
 def test_unknown_demo_model_is_a_clear_404():
     reply = demo.respond({"model": "gpt-4", "messages": PROMPT})
     assert reply.status == 404 and "simulated-analyst" in reply.error
+
+
+def test_layers_auto_on_the_demo_runs_a_second_layer_that_agrees(home):
+    # The preset docs/strategies.md gives to try `layers: auto` offline, run as it says.
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import write_config
+
+    page = (Path(__file__).parent.parent / "docs" / "strategies.md").read_text(encoding="utf-8")
+    section = page.split("### Try it offline", 1)[1]
+    write_config(home, re.search(r"```yaml\n(.*?)```", section, re.S).group(1))  # type: ignore[union-attr]
+    command = re.search(r'`(moa-chat ask --preset demo-auto "[^"]+")`', section).group(1)  # type: ignore[union-attr]
+    prompt = command.split('"')[1]
+    env = dict(os.environ, MOA_CHAT_HOME=str(home), **{demo.PACE_ENV: "0"})
+    done = subprocess.run(
+        [sys.executable, "-m", "moa_chat", "ask", "--preset", "demo-auto", prompt],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "layer 1: references disagree, layer 2 next" in done.stderr
+    assert "layer 2: references agreed, aggregating now" in done.stderr
+    assert "2 of 3 layers: references agreed" in done.stderr
+    assert "The panel agrees on **cache api responses**" in done.stdout
+
+
+def test_the_demo_judge_agrees_only_on_a_later_layers_converged_answers():
+    first_layer = [demo.reference_take(p.model, PROMPT[0]["content"]) for p in demo.PERSONAS]
+    earlier = "\n\n".join(first_layer)
+    later = [
+        demo.reference_take(p.model, f"{PROMPT[0]['content']}\n\n{demo.LAYER_HEADER}\n\n{earlier}")
+        for p in demo.PERSONAS
+    ]
+    assert all("sqlite" in take.lower() and demo.LAYER_HEADER not in take for take in later)
+
+    def verdict(answers: list[str]) -> str:
+        request = demo.AGREEMENT_HEADER + "".join(f"\n\n## Answer {n}\n\n{a}" for n, a in enumerate(answers, 1))
+        reply = demo.respond({"model": demo.AGGREGATOR.model, "messages": [{"role": "user", "content": request}]})
+        return reply.text
+
+    assert verdict(first_layer) == "DISAGREE"
+    assert verdict(later) == "AGREE"
+    assert verdict(later[:1]) == "DISAGREE"  # one answer agrees with nothing

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..prompts import GUIDANCE_HEADER, TOOL_RESULT_PREFIX, message_text
+from ..prompts import AGREEMENT_HEADER, GUIDANCE_HEADER, LAYER_HEADER, TOOL_RESULT_PREFIX, message_text
 from ..text.wording import plural
 from .loopback_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
@@ -91,7 +91,8 @@ _ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?
 
 
 def _own_words(prompt: str) -> str:
-    """The prompt without its attached files: what the user typed."""
+    """The prompt without its attached files and a previous layer's answers: what the user typed."""
+    prompt = prompt.split(f"\n\n{LAYER_HEADER}", 1)[0]
     match = _ATTACHED.search(prompt)
     return prompt[: match.start()] if match else prompt
 
@@ -112,11 +113,23 @@ def _attachments_read(prompt: str) -> list[str]:
 
 
 def reference_take(model: str, prompt: str) -> str:
+    """A reference's answer. In a later layer (the previous layer's answers follow the prompt) the three
+    converge on one plan, so `layers: auto` sees a first layer that disagrees and a second that agrees."""
+    read_the_panel = f"\n\n{LAYER_HEADER}" in prompt
     prompt = _own_words(prompt)
     words = _keywords(prompt)
     first, second = words[0], (words[1] if len(words) > 1 else words[0])
     q = _quote(prompt)
     variant = _digest(model + prompt) % 2
+    if read_the_panel:
+        return (
+            f"{CONVERGED_LEAD} Build the smallest version of {first} that works end to end, with a test and a "
+            f"way back, then improve {second} one measured step at a time. "
+            + {
+                "simulated-analyst": "Say first what a good result looks like, so each step can be measured.",
+                "simulated-skeptic": "Try the edge cases (empty input, failure half-way) before the next step.",
+            }.get(model, "Write down what you changed and why.")
+        )
     if model == "simulated-analyst":
         return (
             f"**Framing.** The heart of “{q}” is *{first}*; get that right and *{second}* follows. "
@@ -140,15 +153,25 @@ def reference_take(model: str, prompt: str) -> str:
     )
 
 
-def _references_in(guidance: str) -> list[tuple[str, str]]:
-    """(label, first sentence) of each reference answer in a guidance message."""
+CONVERGED_LEAD = "**Having weighed the panel.**"
+
+
+def agreement_verdict(request: str) -> str:
+    """The judge of `layers: auto`: the answers agree when each is a later layer's, which converge on one
+    plan; a first layer's three takes differ."""
+    answers = re.split(r"^## Answer \d+\n\n", request, flags=re.M)[1:]
+    agreed = len(answers) > 1 and all(answer.startswith(CONVERGED_LEAD) for answer in answers)
+    return "AGREE" if agreed else "DISAGREE"
+
+
+def _references_in(guidance: str) -> list[tuple[str, list[str]]]:
+    """(label, sentences) of each reference answer in a guidance message."""
     found = []
     for match in re.finditer(
         r"^### Reference \d+ — (.+?)\n\n(.+?)(?=\n### |\nUnavailable this turn|\Z)", guidance, re.S | re.M
     ):
         body = re.sub(r"\*\*[^*]+\*\*\s*", "", match.group(2).strip())
-        sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0]
-        found.append((match.group(1).strip(), sentence))
+        found.append((match.group(1).strip(), re.split(r"(?<=[.!?])\s", body)))
     return found
 
 
@@ -175,9 +198,15 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
         else f"No advisor answered this time, so here is a direct take on **{topic}**:",
         "",
     ]
-    for n, (label, sentence) in enumerate(refs):
-        title = titles[n] if n < len(titles) else "Also"
-        lines.append(f"{n + 1}. **{title}** — {sentence} *({label.split(':', 1)[-1]})*")
+    if len(refs) > 1 and len({sentences[0] for _, sentences in refs}) == 1:
+        # A later layer's references, converged on one plan: it once, then what each adds.
+        lines[2] = f"The panel agrees on **{topic}**: {refs[0][1][0]}"
+        for label, sentences in refs:
+            lines.append(f"- {sentences[-1]} *({label.split(':', 1)[-1]})*")
+    else:
+        for n, (label, sentences) in enumerate(refs):
+            title = titles[n] if n < len(titles) else "Also"
+            lines.append(f"{n + 1}. **{title}** — {sentences[0]} *({label.split(':', 1)[-1]})*")
     if refs:
         lines.append("")
     read = _attachments_read(full)
@@ -259,6 +288,9 @@ def respond(body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     messages = body.get("messages") or []
     pace = _pace()
+    last = message_text(messages[-1].get("content")) if messages else ""
+    if model in MODELS and last.startswith(AGREEMENT_HEADER):
+        return Reply(text=agreement_verdict(last), delay=0.2 * pace)
     if model == AGGREGATOR.model:
         delay, piece_delay = AGGREGATOR.delay * pace, AGGREGATOR.piece_delay * pace
         offered = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or []}
