@@ -96,3 +96,20 @@ def test_the_demo_judge_agrees_only_on_a_later_layers_converged_answers():
     assert verdict(first_layer) == "DISAGREE"
     assert verdict(later) == "AGREE"
     assert verdict(later[:1]) == "DISAGREE"  # one answer agrees with nothing
+
+
+def test_the_demo_server_keeps_no_request_after_answering_it(monkeypatch):
+    # Each request carries the whole conversation: kept, a long demo session would hold every one of them.
+    import openai
+
+    monkeypatch.setenv(demo.PACE_ENV, "0")
+    provider = demo.DemoProvider()
+    provider.start()
+    try:
+        client = openai.OpenAI(base_url=provider.base_url, api_key="unused", max_retries=0)
+        for _ in range(3):
+            reply = client.chat.completions.create(model=demo.PERSONAS[0].model, messages=PROMPT)  # type: ignore[arg-type]
+            assert "sqlite" in (reply.choices[0].message.content or "").lower()
+        assert provider._server.requests == []
+    finally:
+        provider.stop()

@@ -317,7 +317,7 @@ class DemoProvider:
     """The demo's loopback server, as a provider moa-chat manages (providers.lifecycle)."""
 
     def __init__(self) -> None:
-        self._server = OpenAICompatibleServer(respond, models=MODELS)
+        self._server = OpenAICompatibleServer(respond, models=MODELS, record=False)
         self._started = False
 
     def start(self, announce: Callable[[str], None] | None = None) -> None:

@@ -107,10 +107,19 @@ def estimate_tokens(text: str) -> int:
 
 class OpenAICompatibleServer:
     def __init__(
-        self, responder: Responder, *, host: str = "127.0.0.1", port: int = 0, models: list[str] | None = None
+        self,
+        responder: Responder,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: list[str] | None = None,
+        record: bool = True,
     ) -> None:
         self.responder = responder
         self.models = models or []
+        # Every request, for a test to look at; a server that runs for a user (the demo) records none, as each
+        # request carries the whole conversation.
+        self.record = record
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)  # notified as each request is recorded
@@ -155,6 +164,8 @@ class OpenAICompatibleServer:
             return next((r for r in self.requests if r.model == model), None)
 
     def _record(self, request: RecordedRequest) -> None:
+        if not self.record:
+            return
         with self._arrived:
             self.requests.append(request)
             self._arrived.notify_all()
