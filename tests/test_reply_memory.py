@@ -101,3 +101,30 @@ async def test_a_selection_over_blocks_not_kept_copies_their_text(monkeypatch: p
     assert await copied(BUDGET) == kept_all
     assert "alpha1 " in kept_all[0] and "Section 27" in kept_all[0]
     assert kept_all[1].count("Section ") > 5 and "Section 1\n" not in kept_all[1]
+
+
+async def test_a_removed_reply_leaves_nothing_it_drew_alive():
+    # A theme watcher on the app held every reply ever mounted, and Textual's styles cache of a removed widget
+    # outlives it (an lru_cache keyed by it), with the strips it drew.
+    import gc
+    import weakref
+
+    from textual.strip import Strip
+
+    marker = "zanzibar-quokka-marker"
+    app = LogApp()
+    async with app.run_test(size=(90, 30)) as pilot:
+        reply = AssistantReply("preset", "wire:agg", 1)
+        await app.query_one(ChatLog).mount(reply)
+        markdown = ReplyMarkdown(f"# {marker}\n\nA paragraph about {marker}.\n", classes="reply-markdown")
+        await reply.mount(markdown)
+        await pilot.pause()
+        assert any(marker in markdown.render_line(y).text for y in range(markdown.size.height))
+        gone = weakref.ref(markdown)
+        await reply.remove()
+        del markdown, reply
+        await app.query_one(ChatLog).mount(AssistantReply("preset", "wire:agg", 1))  # the log lays out anew
+        await pilot.pause()
+        gc.collect()
+        assert gone() is None
+        assert not [strip for strip in gc.get_objects() if isinstance(strip, Strip) and marker in strip.text]

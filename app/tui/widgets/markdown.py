@@ -32,6 +32,7 @@ from .reply_document import Document
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.theme import Theme
 
 __all__ = ["ReplyMarkdown", "batch_update", "learn_reply_styles", "parser", "warm_up_markdown"]
 
@@ -154,9 +155,17 @@ class ReplyMarkdown(Widget):
 
     def on_mount(self) -> None:
         # A new theme's styles are applied a moment after it is chosen (App.refresh_css): look again after that.
-        self.watch(self.app, "theme", self.theme_chosen, init=False)
+        self.app.theme_changed_signal.subscribe(self, self.theme_chosen)
 
-    def theme_chosen(self) -> None:
+    def on_unmount(self) -> None:
+        # The subscription holds this widget: a reply folded away (chat_log.py) or closed leaves it. Textual's
+        # styles cache of a widget outlives it for a while (its lru_cache of background colours holds it), so
+        # the lines drawn for it go too: a refresh empties it.
+        self.app.theme_changed_signal.unsubscribe(self)
+        self.strips.clear()
+        self.refresh()
+
+    def theme_chosen(self, _theme: Theme) -> None:
         self.call_after_refresh(self.restyle)
 
     def draw_lines(self, width: int) -> None:
