@@ -19,20 +19,21 @@ public equivalent and something a user would miss without it:
    the flags Textual's own idle handler reads to decide that a paint is due, and extended by
    `OwedTickScreen` to note a tick Textual drops inside App.batch_update (`App._batch_count`). Textual
    paints only at its timer's ticks. A reply's drain waits for each batch's frame, so a tick's wait on each
-   held a fast reply's backlog back for seconds; and a tick dropped while a streamed batch mounts its
-   blocks left that batch's frame to a later tick, so a fast reply began in frames far apart
+   would hold a fast reply's backlog back for seconds; and a tick dropped while a streamed batch mounts its
+   blocks would leave that batch's frame to a later tick, so a fast reply would begin in frames far apart
    (bench/stream_render.py; tui/pacing.py says when it paints).
 
 5. The watcher lists `textual.reactive` keeps on an object (the `__watchers` attribute): `forget_detached_watchers`
    drops the ones whose widget has left the DOM. Textual's Footer binds each key's `compact` to its own
    (`data_bind`), and a recompose replaces the keys without forgetting them, so every recompose of the footer
-   (a few a turn, as the chat's keys follow its state) kept a dozen dead keys alive with their styles and
-   caches, and a long session's memory and garbage-collector passes grew with them (bench/long_session.py).
+   (a few a turn, as the chat's keys follow its state) would keep a dozen dead keys alive with their styles
+   and caches, and a long session's memory and garbage-collector passes would grow with them
+   (bench/long_session.py).
 
 6. `Footer._bindings_ready`, set at construction by `footer_keys_at_compose`. Textual's Footer composes no keys
-   until the screen first reports its bindings, a refresh after the first frame: the keys popped in about
-   200 ms after the rest of the first screen (bench/startup.py's settled screen). The screen's and the app's
-   keys are known at compose, so the footer shows them in the first frame.
+   until the screen first reports its bindings, a refresh after the first frame, so the keys would pop in
+   after the rest of the first screen (bench/startup.py's settled screen measures it). The screen's and the
+   app's keys are known at compose, so the footer shows them in the first frame.
 
 tests/test_textual_internals.py checks each of these still has the shape used here, and that no other module
 in app/ imports Textual's private modules (import-linter cannot name an external package's submodules).

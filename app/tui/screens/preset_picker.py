@@ -164,7 +164,7 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
 
     def fit_list(self) -> None:
         """A list taller than the panel's room under its title and over its hint gives up the rows it overflows
-        by, and scrolls: at its own height, on a short screen, it pushed the hint out of the panel."""
+        by, and scrolls: at its own height, on a short screen, it would push the hint out of the panel."""
         panel, options = self.query_one("#picker", Vertical), self.query_one(OptionList)
         last = [child for child in panel.children if child.display][-1]
         overflow = last.region.bottom + last.styles.margin.bottom - panel.content_region.bottom
