@@ -244,3 +244,23 @@ async def test_moa_chat_presets_and_f2_name_the_same_models_not_pulled(
         await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
         row = app.screen.query_one(OptionList).get_option("ollama").prompt.plain
     assert listed == not_pulled_in(row, r"Ollama has not pulled (.*)$") == expected
+
+
+async def test_models_offered_to_an_open_picker_leave_its_hint_in_the_panel(home):
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(160, 40)) as pilot:  # room for the presets alone, not for 25 models more
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, PresetPicker)
+        panel, hint = picker.query_one("#picker"), picker.query_one(".modal-hint")
+        options = picker.query_one(OptionList)
+        assert panel.content_region.contains_region(hint.region) and options.max_scroll_y == 0
+        models = tuple(f"model{n}" for n in range(25))
+        picker.offer_ollama(models)
+        await wait_until(pilot, lambda: MODEL_OPTION + "model24" in option_ids(options))
+        await pilot.pause()
+        await pilot.pause()
+        assert panel.content_region.contains_region(hint.region), (hint.region, panel.content_region)
+        assert options.max_scroll_y > 0  # the rest of the list is a scroll away

@@ -139,8 +139,6 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
 
     def on_resize(self) -> None:
         self._rebuild()  # a row's needs move to a line of their own, or back, with the width
-        self.query_one(OptionList).styles.max_height = MAX_LIST  # as tall as it likes, then fitted
-        self.call_after_refresh(self.fit_list)
 
     def _rebuild(self) -> None:
         options = self.query_one(OptionList)
@@ -149,6 +147,8 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
         options.add_options(self._options())
         if highlighted is not None and highlighted.id is not None:
             options.highlighted = options.get_option_index(highlighted.id)
+        options.styles.max_height = MAX_LIST  # as tall as it likes, then fitted to the panel
+        self.call_after_refresh(self.fit_list)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
