@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from moa_chat.tui.widgets import reply_document
 from moa_chat.tui.widgets.chat_log import ChatLog
-from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from moa_chat.tui.widgets.markdown_blocks import Look
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.reply_document import Document
-from test_reply_selection import LogApp, long_reply
+from test_reply_selection import long_reply
+from test_stream_render import LogApp, reply_markdown
 from textual.geometry import Offset
 from textual.selection import Selection
 from textual.style import Style
@@ -84,11 +84,7 @@ async def test_a_selection_over_blocks_not_kept_copies_their_text(monkeypatch: p
         monkeypatch.setattr(reply_document, "KEPT_LINES", budget)
         app = LogApp()
         async with app.run_test(size=(90, 40)) as pilot:
-            reply = AssistantReply("preset", "wire:agg", 1)
-            await app.query_one(ChatLog).mount(reply)
-            markdown = ReplyMarkdown(TEXT, classes="reply-markdown")
-            await reply.mount(markdown)
-            await pilot.pause()
+            markdown = await reply_markdown(app, pilot, TEXT)
             assert kept_lines(markdown.document) <= budget
             height = markdown.document.height
             everything = markdown.get_selection(Selection(None, None))
@@ -114,11 +110,9 @@ async def test_a_removed_reply_leaves_nothing_it_drew_alive():
     marker = "zanzibar-quokka-marker"
     app = LogApp()
     async with app.run_test(size=(90, 30)) as pilot:
-        reply = AssistantReply("preset", "wire:agg", 1)
-        await app.query_one(ChatLog).mount(reply)
-        markdown = ReplyMarkdown(f"# {marker}\n\nA paragraph about {marker}.\n", classes="reply-markdown")
-        await reply.mount(markdown)
-        await pilot.pause()
+        markdown = await reply_markdown(app, pilot, f"# {marker}\n\nA paragraph about {marker}.\n")
+        reply = markdown.parent
+        assert isinstance(reply, AssistantReply)
         assert any(marker in markdown.render_line(y).text for y in range(markdown.size.height))
         gone = weakref.ref(markdown)
         await reply.remove()

@@ -4,11 +4,9 @@ and once settled the reply shows exactly what a reply drawn at that width from t
 from __future__ import annotations
 
 from moa_chat.tui.widgets.chat_log import ChatLog
-from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from moa_chat.tui.widgets.markdown_blocks import Look
-from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.reply_document import Document
-from test_stream_render import CORPUS, LogApp, render, shown
+from test_stream_render import CORPUS, LogApp, render, reply_markdown, shown
 from textual.style import Style
 from tui_helpers import wait_until
 
@@ -58,11 +56,7 @@ def test_a_new_look_keeps_every_height():
 async def test_a_resized_reply_shows_what_a_reply_drawn_at_that_width_shows():
     app = LogApp()
     async with app.run_test(size=(100, 50)) as pilot:
-        reply = AssistantReply("preset", "wire:agg", 1)
-        await app.query_one(ChatLog).mount(reply)
-        markdown = ReplyMarkdown(TEXT, classes="reply-markdown")
-        await reply.mount(markdown)
-        await pilot.pause()
+        markdown = await reply_markdown(app, pilot, TEXT)
         await pilot.resize_terminal(64, 50)
         await wait_until(pilot, lambda: markdown.size.width < 64 and not markdown.settling, describe="settled")
         await pilot.pause()
@@ -80,12 +74,8 @@ async def test_a_view_scrolled_into_a_reply_keeps_its_top_line_while_the_blocks_
 
     app = LogApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        reply = AssistantReply("preset", "wire:agg", 1)
         log = app.query_one(ChatLog)
-        await log.mount(reply)
-        markdown = ReplyMarkdown(long_reply(3_000), classes="reply-markdown")
-        await reply.mount(markdown)
-        await pilot.pause()
+        markdown = await reply_markdown(app, pilot, long_reply(3_000))
         heading, _ = line_of(markdown, "Section 40")
         log.scroll_to(y=markdown.virtual_region.y + heading, animate=False, immediate=True)
         await pilot.pause()

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.widgets.chat_log import ChatLog
 from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from moa_chat.tui.widgets.reply import AssistantReply
-from textual.app import App, ComposeResult
+from test_stream_render import LogApp
 from textual.selection import Selection
 from tui_helpers import make_app, run_turn, settle
 
@@ -100,13 +99,6 @@ async def test_a_drag_across_a_long_streamed_reply_copies_the_text_of_every_bloc
     assert "╭" not in selected and "▌" not in selected
     assert not any(line.startswith("│") for line in selected.splitlines())
     assert selected.index(f"point{middle}") < selected.index(f"Section {middle + 1}")
-
-
-class LogApp(App[None]):
-    CSS_PATH = stylesheet_paths()
-
-    def compose(self) -> ComposeResult:
-        yield ChatLog(id="chat-log")
 
 
 async def test_a_reply_loaded_whole_is_selectable_too_and_a_paragraph_copies_as_written():

@@ -161,11 +161,11 @@ async def render(
         return shown(markdown)
 
 
-async def reply_markdown(app: App[None], pilot) -> ReplyMarkdown:
-    """An empty reply's Markdown in the log, laid out."""
+async def reply_markdown(app: App[None], pilot, text: str | None = None) -> ReplyMarkdown:
+    """A reply's Markdown in the log, laid out: empty, or showing `text` whole."""
     reply = AssistantReply("preset", "wire:agg", 1)
     await app.query_one(ChatLog).mount(reply)
-    markdown = ReplyMarkdown(classes="reply-markdown")
+    markdown = ReplyMarkdown(text, classes="reply-markdown")
     await reply.mount(markdown)
     await pilot.pause()
     return markdown

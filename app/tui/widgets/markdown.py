@@ -181,13 +181,11 @@ class ReplyMarkdown(Widget):
         """Draw again, for a moment, blocks not yet drawn at this width; again after a frame if some remain.
         A view scrolled into the reply keeps its top line where it is while the blocks above it change height."""
         view = self.scroll_view()
-        top = None if view is None else round(view.scroll_y) - self.virtual_region.y
-        place = None if top is None else self.document.locate(top)
+        top = 0 if view is None else round(view.scroll_y) - self.virtual_region.y
+        place = None if view is None else self.document.locate(top)
         remaining = self.document.settle(SETTLE)
-        if view is not None and top is not None and place is not None:
-            shift = self.document.y_of(place) - top
-            if shift:
-                view.scroll_relative(y=shift, animate=False, immediate=True)
+        if view is not None and place is not None and (shift := self.document.y_of(place) - top):
+            view.scroll_relative(y=shift, animate=False, immediate=True)
         self.follow_moves()
         if remaining:
             self.set_timer(SETTLE_PAUSE, self.settle)
