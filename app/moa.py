@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .config import Config, Preset, load_config
-from .engine import CancelToken, EngineObserver, MoAEngine, ReferenceFinished
+from .engine import CancelToken, MoAEngine, Observer, ReferenceFinished
 from .engine.privacy import model_filter
 from .llm import ChatRequest, Timeout, call_llm
 from .llm.messages import Message, StreamOptions, ToolSpec
@@ -24,7 +24,7 @@ class MoAChatCompletions:
     `fanout: user_turn` the references' guidance is reused across the tool rounds of a user turn."""
 
     def __init__(
-        self, preset_name: str | None = None, *, config: Config | None = None, observer: EngineObserver | None = None
+        self, preset_name: str | None = None, *, config: Config | None = None, observer: Observer | None = None
     ) -> None:
         self.config = config or load_config()
         self.preset: Preset = choose_start(self.config, preset_name).preset
@@ -40,7 +40,7 @@ class MoAChatCompletions:
         timeout: Timeout | None = None,
         stream_options: StreamOptions | None = None,
         cancel: CancelToken | None = None,
-        observer: EngineObserver | None = None,
+        observer: Observer | None = None,
         **_ignored: Any,
     ) -> Any:
         """Run the references, then call the aggregator with their guidance; return the aggregator's
@@ -52,7 +52,7 @@ class MoAChatCompletions:
         engine = self._engine_for(cancel, observer or self.observer)
         return engine.open_aggregator(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
 
-    def _engine_for(self, cancel: CancelToken | None, observer: EngineObserver | None) -> MoAEngine:
+    def _engine_for(self, cancel: CancelToken | None, observer: Observer | None) -> MoAEngine:
         if self._engine is None:
             # The engine the chat runs, with the config's privacy filter on what leaves the machine.
             self._engine = MoAEngine(self.config, self.preset, call=_call_llm, message_filter=model_filter(self.config))

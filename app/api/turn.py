@@ -23,12 +23,12 @@ from ..engine import (
     AgreementChecked,
     Cancelled,
     CancelToken,
-    EngineEvent,
     MoAEngine,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceStarted,
     ReplyDelta,
+    TurnEvent,
     threads,
 )
 from ..engine.clock import monotonic
@@ -172,7 +172,7 @@ def _run(
     # The chat's trace hook, collecting: the session and turn a trace belongs to exist only once it is stored.
     traced: list[dict[str, object]] = []
 
-    def observe(event: EngineEvent) -> None:
+    def observe(event: TurnEvent) -> None:
         ledger.observe(event)
         if isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
             reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
@@ -245,7 +245,7 @@ def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
     return ApiError(500, redact(describe_error(exc), secrets), kind="server_error", code="internal_error")
 
 
-def progress_line(event: EngineEvent) -> str | None:
+def progress_line(event: TurnEvent) -> str | None:
     """One line of the panel's progress, for a client that shows it (reasoning_content or an SSE comment)."""
     if isinstance(event, ReferenceStarted):
         return f"· {event.label} is answering\n"

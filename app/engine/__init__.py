@@ -10,8 +10,8 @@ from .events import (
     CallRecord,
     CallRetrying,
     EngineEvent,
-    EngineObserver,
     LayersDecided,
+    Observer,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
@@ -20,6 +20,8 @@ from .events import (
     ReferenceStarted,
     ReplyDelta,
     ReplyRestarted,
+    ToolCallEvent,
+    TurnEvent,
 )
 from .retry import RetryPolicy
 
@@ -33,9 +35,9 @@ __all__ = [
     "CancelToken",
     "Cancelled",
     "EngineEvent",
-    "EngineObserver",
     "LayersDecided",
     "MoAEngine",
+    "Observer",
     "ReasoningDelta",
     "ReferenceFinished",
     "ReferenceProgress",
@@ -45,4 +47,6 @@ __all__ = [
     "ReplyDelta",
     "ReplyRestarted",
     "RetryPolicy",
+    "ToolCallEvent",
+    "TurnEvent",
 ]

@@ -18,7 +18,7 @@ from ..llm.messages import Message, system, user
 from ..prompts import AGREEMENT_HEADER, AGREEMENT_PROMPT, message_text
 from .calls import MessageFilter, ModelCall, Tracer, slot_request
 from .cancel import Cancelled, CancelToken
-from .events import AgreementChecked, CallRecord, CallStatus, EngineObserver, ReferenceFinished, emit
+from .events import AgreementChecked, CallRecord, CallStatus, Observer, ReferenceFinished, emit
 from .guidance import cut_middle, reference_view
 
 # The final answer an answer states, as a caller reads it (None: it states none it can find). Compared
@@ -89,7 +89,7 @@ class AgreementCheck:
         *,
         call: CallLLM,
         cancel: CancelToken,
-        observer: EngineObserver | None,
+        observer: Observer | None,
         extractor: AnswerExtractor | None = None,
         tracer: Tracer | None = None,
         message_filter: MessageFilter | None = None,

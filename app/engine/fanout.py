@@ -22,7 +22,7 @@ from .calls import MessageFilter, ModelCall, Tracer, slot_request
 from .cancel import Cancelled, CancelToken
 from .events import (
     CallStatus,
-    EngineObserver,
+    Observer,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
@@ -55,7 +55,7 @@ class FanOut:
         *,
         call: CallLLM,
         cancel: CancelToken,
-        observer: EngineObserver | None,
+        observer: Observer | None,
         iteration: int = 1,
         seats: list[Seat] | None = None,
         clock_: Callable[[], float] = clock.monotonic,

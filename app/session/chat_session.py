@@ -21,7 +21,7 @@ from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_pre
 from ..config.pricing import format_cost
 from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, clock
 from ..engine.cost import estimate_turn
-from ..engine.events import emit
+from ..engine.events import Notice, Observer, emit
 from ..llm import CallLLM, call_llm_request, describe_error
 from ..llm.messages import Message, user
 from ..providers import ServerStarter, preflight, start_server
@@ -35,7 +35,6 @@ from .ledger import UsageLedger
 from .privacy_filter import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
 from .turn import CANCELLED, Turn, TurnResult, TurnStatus
-from .turn_events import Notice, Observer
 
 
 class ChatSession:

@@ -20,12 +20,11 @@ from typing import Any, cast
 
 from ..config import Preset
 from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
-from ..engine.events import emit
+from ..engine.events import Notice, Observer, TurnEvent, emit
 from ..llm.messages import Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
 from ..store.traces import TraceWriter
 from .turn import TurnResult
-from .turn_events import Event, Notice, Observer
 
 FLUSH_SECONDS = 1.0
 logger = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ class TurnSaver:
         turn_id = store.begin_turn(session_id, user_id, preset, kind=kind)
         return cls(store, session_id, user_id, turn_id, observer, preset)
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TurnEvent) -> None:
         if isinstance(event, ReplyDelta):
             if not self._rounds:
                 self._rounds.append([])

@@ -15,7 +15,7 @@ from typing import Literal, cast
 from ..config import Config, Preset
 from ..engine import AnswerExtractor, Cancelled, CancelToken, MoAEngine, ReferenceFinished, clock
 from ..engine.calls import Tracer
-from ..engine.events import emit
+from ..engine.events import Observer, ToolCallEvent, ToolStatus, TurnEvent, emit
 from ..engine.privacy import model_filter
 from ..llm import (
     CallLLM,
@@ -31,7 +31,6 @@ from ..llm import (
 from ..llm.messages import Message, ToolMessage, ToolSpec, assistant, system, tool_result
 from ..tools import ApprovalPolicy, ApprovalRequest, ToolRegistry, Verdict
 from .ledger import UsageLedger
-from .turn_events import Event, Observer, ToolCallEvent, ToolStatus
 
 TurnStatus = Literal["ok", "failed", "cancelled", "cut_off"]
 
@@ -110,7 +109,7 @@ class Turn:
         self._call = call
         self._reply: StreamAssembler | None = None  # the round being read, for what it said before a failure
 
-    def _observe(self, event: Event) -> None:
+    def _observe(self, event: TurnEvent) -> None:
         self.ledger.observe(event)
         emit(self.observer, event)
 
