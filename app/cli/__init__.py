@@ -242,8 +242,8 @@ def _tui_app(config: Config, args: argparse.Namespace, preset: Preset, notice: s
         store = None
         notice = "\n".join(filter(None, [notice, f"Conversations are not being saved: {exc}"]))
 
-    def session(approver: Approver) -> ChatSession:
-        chat_session = ChatSession(config, preset, approver=approver, store=store)
+    def session(approver: Approver, *, restart_cut_reply: bool) -> ChatSession:
+        chat_session = ChatSession(config, preset, approver=approver, store=store, restart_cut_reply=restart_cut_reply)
         if store is not None and wanted:
             latest = store.latest() if not args.session else None
             if not args.session and latest is None:

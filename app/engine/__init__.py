@@ -1,8 +1,8 @@
 """The MoA engine: the reference fan-out, the guidance, the aggregator phase, events and cancellation."""
 
-from .agreement import AnswerExtractor
 from .cancel import Cancelled, CancelToken
 from .engine import MoAEngine
+from .env import AnswerExtractor, TurnEnv, TurnPlan
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
@@ -48,5 +48,7 @@ __all__ = [
     "ReplyRestarted",
     "RetryPolicy",
     "ToolCallEvent",
+    "TurnEnv",
     "TurnEvent",
+    "TurnPlan",
 ]

@@ -245,8 +245,8 @@ class EvalRunner:
         extractor: Callable[[str], str | None] | None,
     ) -> TurnResult:
         call = self.limiter.wrap(self._call, self.stop, limited.set)
-        session = ChatSession(self.config, preset, call=call, servers=self._servers)
-        session.answer_extractor = extractor  # `layers: auto` compares the references' answers as the check reads them
+        # `layers: auto` compares the references' answers as the task's check reads them.
+        session = ChatSession(self.config, preset, call=call, servers=self._servers, answer_extractor=extractor)
         token = self.cancel.child()
         try:
             return session.send(content, cancel=token, solo=solo)

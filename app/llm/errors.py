@@ -79,6 +79,25 @@ class CutOff(LLMCallError):
         return str(self.args[0])
 
 
+class MalformedChunk(LLMCallError):
+    """A streamed chunk that is not a chat-completion chunk (not JSON): the provider or a proxy garbled the
+    stream. Worth asking again while nothing of the answer was shown."""
+
+    def __init__(self, *, provider: str, model: str, task: str | None, sample: str) -> None:
+        super().__init__(
+            f"the provider sent a malformed chunk ({sample!r} is not JSON)",
+            provider=provider,
+            model=model,
+            task=task,
+            transient=True,
+        )
+
+
+class EmptyAnswer(LLMCallError):
+    """A whole answer with no text and no tool call. Transient unless the provider stopped it on purpose
+    (max_tokens used up, a content filter), which it would do again."""
+
+
 # What a key or a credential looks like when a provider echoes it back in an error message.
 _SECRET_SHAPES = re.compile(
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value

@@ -52,6 +52,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After on a 429)
     finish_reason: str | None = None
     end_after: int | None = None  # end the stream cleanly after this many text deltas: no finish reason, no [DONE]
+    garble_after: int | None = None  # after this many text deltas, an event whose data is not JSON, and the end
     cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
     raw_body: str | None = None  # answer 200 with this body (text/html) instead of a chat completion
     bare_chunks: bool = False  # chunks with no id, object or created, as some compatible servers stream them
@@ -357,6 +358,10 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.drop_after is not None and n >= reply.drop_after:
                 self._drop()
                 record.disconnected = True
+                return
+            if reply.garble_after is not None and n >= reply.garble_after:
+                self._write_chunk(b'data: {"choices": [{"delta": {"content": "half\n\n')
+                self._write_chunk(b"")
                 return
             # Keep to the schedule (start + n × piece_delay) rather than sleeping per piece: at thousands of
             # tokens per second a sleep per piece would set the pace by timer granularity instead.

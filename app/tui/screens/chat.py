@@ -120,13 +120,13 @@ class ChatScreen(PromptlyPainted[None]):
         yield StatusHeader(self.preset, id="header")
         with Horizontal(id="body"):
             log = ChatLog(id="chat-log")
-            # Not a Tab stop: focused, it showed nothing and swallowed what was typed. PgUp/PgDn and Ctrl+End
+            # Not a Tab stop: focused, it would show nothing and swallow what is typed. PgUp/PgDn and Ctrl+End
             # scroll it from anywhere; what can be done in it (a tool call, earlier messages) still takes focus.
             log.can_focus = False
             with log:
                 if not self._history:
                     # Composed, not mounted on mount: the first frame is then the whole screen (mounted, the
-                    # welcome and the notices came two frames after the rest, bench/startup.py).
+                    # welcome and the notices would come frames after the rest, bench/startup.py).
                     yield Welcome.for_preset(self.preset, key_texts(self))
                     yield from self._opening_notices()
             yield ReferenceSidebar(self.preset, id="sidebar")
@@ -393,7 +393,7 @@ class ChatScreen(PromptlyPainted[None]):
         self.app.push_screen(TraceScreen(session.store, session.id, traces_on=session.config.traces_for(self.preset)))
 
     def on_reference_card_selected(self, event: ReferenceCard.Selected) -> None:
-        # Closed, it hands the keys back to the prompt: left on the card, what is typed next went nowhere.
+        # Closed, it hands the keys back to the prompt: left on the card, what is typed next would go nowhere.
         from .reference_detail import ReferenceDetail
 
         self.app.push_screen(ReferenceDetail(event.card, self.host), lambda _: self.focus_prompt())
