@@ -4,8 +4,17 @@ turn's cards, the hints for presets that cannot run, and the copy toast on a sma
 from __future__ import annotations
 
 import pytest
+from conftest import write_config
 from moa_chat.config import load_config
+from moa_chat.providers import lifecycle, readiness
+from moa_chat.providers.local import INSTALL_HINT as HINT
+from moa_chat.tui.app import MoAChatApp
+from moa_chat.tui.commands import PresetCommands
+from moa_chat.tui.screens.preset_picker import PresetPicker
+from moa_chat.tui.widgets.header import StatusHeader
 from moa_chat.tui.widgets.markdown import ReplyMarkdown
+from test_ollama_picker import FakeOllama
+from textual.widgets import OptionList
 from tui_helpers import make_app, wait_until
 
 # --------------------------------------------------------------------------------------------- F1 help
@@ -33,3 +42,112 @@ async def test_the_help_scrolls_to_its_last_line(home, size, keys):
         # The footnote's last line is on screen, inside the frame.
         assert footnote.region.bottom <= inside.bottom, (footnote.region, inside)
         assert footnote.region.bottom > inside.y
+
+
+# --------------------------------------------------------------------------------------------- presets that cannot run
+
+
+@pytest.fixture
+def ollama_down(home):
+    """The ollama provider pointed at a server that is there but not Ollama-ready (503): as good as not running,
+    until the test sets `up`."""
+    server = FakeOllama()
+    server.up = False
+    write_config(home, f"providers:\n  ollama:\n    base_url: {server.base_url}\n")
+    yield server
+    server.stop()
+
+
+def toast_texts(app) -> list[str]:
+    """What the toasts on screen show, as plain text."""
+    return [" ".join(str(toast.render().plain).split()) for toast in app.screen.query("Toast")]
+
+
+def notices_of(app, monkeypatch) -> list[str]:
+    notices: list[str] = []
+    original = app.chat.notify
+
+    def notify(message, **kwargs):
+        notices.append(str(message))
+        return original(message, **kwargs)
+
+    monkeypatch.setattr(app.chat, "notify", notify)
+    return notices
+
+
+async def test_f3_from_the_demo_skips_an_ollama_that_is_not_running_and_finds_it_once_it_runs(ollama_down, monkeypatch):
+    """F3 skips a preset that cannot run, saying why in the words `moa-chat presets` uses; once Ollama answers
+    (asked again every few seconds), F3 stops on it and the notice says what it skips now."""
+    config = load_config()
+    app = make_app(config, "demo")
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.ollama_checked)
+        notices = notices_of(app, monkeypatch)
+        seen = []
+        for _ in range(len(config.presets)):
+            await pilot.press("f3")
+            seen.append(app.session.preset.name)
+        assert "ollama" not in seen
+        reason = f"needs Ollama running at {ollama_down.base_url.removesuffix('/v1')} (start it with `ollama serve`)"
+        assert readiness(config, config.preset("ollama")).reason == reason
+        [skips] = [n for n in notices if n.startswith("F3 skips")]
+        assert f"ollama ({reason})" in skips
+        # The local extra's hint keeps its [local]: notices are not read as markup.
+        lacking = f"needs the local extra (llama-cpp-python): {HINT}"
+        monkeypatch.setitem(lifecycle.PREREQUISITES, "local", lambda: lacking)
+        ollama_down.up = True
+        app.recheck_ollama()
+        await wait_until(pilot, lambda: app.ollama_models is not None)
+        app.chat.presets.switch("local")
+        await pilot.pause()
+        notices.clear()
+        seen = []
+        for _ in range(len(config.presets)):
+            await pilot.press("f3")
+            seen.append(app.session.preset.name)
+        assert "ollama" in seen and "local" not in seen
+        [skips] = [n for n in notices if n.startswith("F3 skips")]
+        assert f"local (needs the local extra (llama-cpp-python): {HINT})" in skips and "ollama (" not in skips
+        await pilot.pause()
+        assert any(f"{HINT})" in text for text in toast_texts(app)), toast_texts(app)
+
+
+async def test_the_picker_the_palette_and_the_header_say_why_ollama_cannot_run(ollama_down, monkeypatch):
+    config = load_config()
+    reason = readiness(config, config.preset("ollama")).reason
+    app = make_app(config, "ollama")
+    async with app.run_test(size=(160, 36)) as pilot:
+        await wait_until(pilot, lambda: app.ollama_checked)
+        await pilot.pause()
+        reason = readiness(config, config.preset("ollama")).reason
+        assert reason is not None and reason.startswith("needs Ollama running at http://127.0.0.1:")
+        assert reason.removeprefix("needs ") in app.query_one(StatusHeader).render().plain
+        # The palette: the panel counted as the picker counts it, and the same reason.
+        entries = {command: text for command, text, _ in PresetCommands(app.screen)._entries()}
+        assert "3 references → local:smollm2" in entries["Switch preset: local"]
+        assert entries["Switch preset: ollama"].endswith(f"— {reason}")
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PresetPicker))
+        row = app.screen.query_one(OptionList).get_option("ollama").prompt.plain
+        assert " ".join(reason.split()) in " ".join(row.split())
+        # Ollama starts while the picker is open: the picker asked again as it opened; asked once more, the row
+        # no longer says it cannot run, and the header follows.
+        ollama_down.up = True
+        app.recheck_ollama()
+        await wait_until(pilot, lambda: app.ollama_models is not None)
+        await pilot.pause()
+        row = app.screen.query_one(OptionList).get_option("ollama").prompt.plain
+        assert "needs Ollama" not in row
+        assert "needs" not in app.query_one(StatusHeader).render().plain
+
+
+async def test_the_chat_asks_ollama_again_on_its_own(ollama_down, monkeypatch):
+    monkeypatch.setattr(MoAChatApp, "OLLAMA_RECHECK", 0.05)
+    config = load_config()
+    app = make_app(config, "demo")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.ollama_checked)
+        assert not readiness(config, config.preset("ollama")).runnable
+        ollama_down.up = True
+        await wait_until(pilot, lambda: readiness(config, config.preset("ollama")).runnable)
+        assert app.ollama_models == ("llama3.2", "qwen2.5:7b")

@@ -361,6 +361,11 @@ class ChatScreen(PromptlyPainted[None]):
     def action_previous_preset(self) -> None:
         self.presets.cycle(-1)
 
+    def ollama_changed(self) -> None:
+        """Ollama answered differently (it started, stopped, pulled a model): whether the preset can run may
+        have changed with it."""
+        self.query_one(StatusHeader).refresh()
+
     def _show_switched(self, preset: Preset) -> None:
         self.query_one(StatusHeader).show(preset)
         when = " from the next turn" if self.turn_running else ""

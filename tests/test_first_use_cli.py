@@ -1,0 +1,108 @@
+"""What a new user meets on the command line after the demo, run as real processes: which presets can run (and
+why not, in the same words everywhere), `moa-chat api`'s catalogue, `eval`'s judge and figures, `export`'s
+versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from api_helpers import start_api
+from conftest import write_config
+from moa_chat.config import load_config
+from moa_chat.providers import ollama
+from test_ollama_picker import FakeOllama, closed_port
+
+WAIT = 120
+
+
+def moa(home: Path, *args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`moa-chat ARGS` as a process of its own, offline, with its own MOA_CHAT_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(MOA_CHAT_HOME=str(home), MOA_CHAT_DEMO_PACE="0", MOA_CHAT_OFFLINE_PRESET="demo")
+    return subprocess.run(
+        [sys.executable, "-m", "moa_chat", *args],
+        cwd=cwd or home,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=WAIT,
+    )
+
+
+# --------------------------------------------------------------------------------------------- presets that cannot run
+
+
+def test_presets_and_its_json_agree_that_a_stopped_ollama_cannot_run(home):
+    address = f"http://127.0.0.1:{closed_port()}"
+    write_config(home, f"providers:\n  ollama:\n    base_url: {address}/v1\n")
+    reason = f"needs Ollama running at {address} (start it with `ollama serve`)"
+    text = moa(home, "presets")
+    assert text.returncode == 0, text.stderr
+    assert f"cannot run: {reason}" in text.stdout
+    listed = moa(home, "presets", "--json")
+    by_name = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert by_name["ollama"]["runnable"] is False
+    assert by_name["ollama"]["reason"] == reason
+    assert reason in by_name["ollama"]["problem"]
+    assert by_name["frontier"]["reason"] == "needs OPENROUTER_API_KEY"
+    assert "cannot run: needs OPENROUTER_API_KEY" in text.stdout
+    # A model asked several times shows how many: the panel the picker and the palette count.
+    assert "references: local:smollm2 ×3" in text.stdout
+
+
+def test_api_leaves_out_a_stopped_ollama_and_says_why(home):
+    address = f"http://127.0.0.1:{closed_port()}"
+    write_config(home, f"providers:\n  ollama:\n    base_url: {address}/v1\n")
+    api = start_api(home, "--preset", "demo")
+    try:
+        reason = f"needs Ollama running at {address} (start it with `ollama serve`)"
+        assert f"  left out: ollama ({reason})" in api.banner
+        assert "  left out: frontier (needs OPENROUTER_API_KEY)" in api.banner
+        headers = {"Authorization": f"Bearer {api.token}"}
+        models = httpx.get(f"{api.base_url}/models", headers=headers, timeout=WAIT).json()
+        assert "ollama" not in [m["id"] for m in models["data"]]
+        answer = httpx.post(
+            f"{api.base_url}/chat/completions",
+            headers=headers,
+            json={"model": "ollama", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=WAIT,
+        )
+        assert answer.status_code == 404
+        assert answer.json()["error"]["message"] == f"The model 'ollama' is not served: {reason}"
+    finally:
+        api.stop()
+
+
+def test_the_api_catalogue_serves_ollama_once_it_answers(home):
+    """Asked again when a request names the preset left out, at most every RECHECK seconds (on its clock)."""
+    from moa_chat.api.catalog import RECHECK, Catalog
+    from moa_chat.api.wire import ApiError
+
+    server = FakeOllama()
+    server.up = False
+    try:
+        write_config(home, f"providers:\n  ollama:\n    base_url: {server.base_url}\n")
+        config = load_config()
+        now = [100.0]
+        catalog = Catalog(config, "demo", clock=lambda: now[0])
+        catalog.recheck(force=True)
+        assert "ollama" in catalog.left_out and "ollama" not in catalog.served
+        server.up = True
+        with pytest.raises(ApiError):  # the last answer stands for RECHECK seconds
+            catalog.preset("ollama")
+        now[0] += RECHECK
+        assert catalog.preset("ollama").name == "ollama"
+        assert "ollama" in [m["id"] for m in catalog.models(0)["data"]]  # type: ignore[index]
+        server.up = False
+        now[0] += RECHECK
+        assert "ollama" not in [m["id"] for m in catalog.models(0)["data"]]  # type: ignore[index]
+        assert ollama.last_answer(config) == ollama.Answer(None)
+    finally:
+        server.stop()
