@@ -15,7 +15,7 @@ from moa_chat.tui.widgets.header import StatusHeader
 from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from test_ollama_picker import FakeOllama
 from textual.widgets import OptionList
-from tui_helpers import make_app, wait_until
+from tui_helpers import make_app, run_turn, wait_until
 
 # --------------------------------------------------------------------------------------------- F1 help
 
@@ -151,3 +151,41 @@ async def test_the_chat_asks_ollama_again_on_its_own(ollama_down, monkeypatch):
         ollama_down.up = True
         await wait_until(pilot, lambda: readiness(config, config.preset("ollama")).runnable)
         assert app.ollama_models == ("llama3.2", "qwen2.5:7b")
+
+
+# --------------------------------------------------------------------------------------------- a solo turn
+
+
+async def test_a_solo_turn_shows_the_references_as_not_asked_not_failed(home):
+    from moa_chat.tui.screens.reference_detail import ReferenceDetail
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.reply import AssistantReply
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await run_turn(pilot, "a full turn first")
+        sidebar = app.query_one(ReferenceSidebar)
+        assert [card.status for card in sidebar.cards()] == ["ok"] * 3
+        app.query_one(PromptInput).load_text("Quick: HTTP 418?")
+        await pilot.press("ctrl+t")
+
+        def solo_done() -> bool:
+            replies = app.query(AssistantReply)
+            return len(replies) == 2 and replies.last().finished and not app.chat.turn_running
+
+        await wait_until(pilot, solo_done)
+        assert [card.status for card in sidebar.cards()] == ["unasked"] * 3
+        assert sidebar.aggregator_card.status == "ok"
+        text = sidebar.card(0).render().plain
+        assert "not asked this turn" in text and "failed" not in text
+        sidebar.card(0).focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReferenceDetail))
+        await pilot.pause()
+        empty = str(app.screen.query_one("#detail-empty").render())
+        assert empty.startswith("Not asked: this turn went to the aggregator alone")
+        await pilot.press("escape")
+        # The next full turn asks them again.
+        await run_turn(pilot, "and a full one again")
+        assert [card.status for card in sidebar.cards()] == ["ok"] * 3

@@ -156,6 +156,12 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             if event.record is None or event.record.status != "cancelled":
                 self._say_layers(f"After layer {event.layer}: {event.reason}")
             return
+        if isinstance(event, AggregatorStarted) and event.references_total == 0:
+            # The aggregator reads no reference answer this turn (a solo turn, or a regenerate of one): the
+            # references still waiting were never asked, which is no failure of theirs.
+            for waiting in self._cards:
+                if waiting.status == "queued":
+                    waiting.reset("unasked")
         if isinstance(event, AggregatorStarted | AggregatorFinished):
             card: ReferenceCard | None = self.aggregator_card
         elif isinstance(event, CallRetrying) and event.role == "aggregator":
