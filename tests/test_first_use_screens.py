@@ -189,3 +189,80 @@ async def test_a_solo_turn_shows_the_references_as_not_asked_not_failed(home):
         # The next full turn asks them again.
         await run_turn(pilot, "and a full one again")
         assert [card.status for card in sidebar.cards()] == ["ok"] * 3
+
+
+# --------------------------------------------------------------------------------------------- Tab
+
+
+async def four_exchanges_with_tools(pilot, tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Readme\n\nA small project.\n")
+    monkeypatch.chdir(folder)
+    for n in range(4):
+        await run_turn(pilot, f"question {n}: what files are in this folder?")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize(("size", "hide"), [((60, 20), False), ((120, 36), True)])
+async def test_tab_never_moves_the_logs_view(home, tmp_path, monkeypatch, size, hide):
+    """With the panel hidden (on its own at 60×20, by F4 at 120×36), Tab shows it over the log and focuses its
+    first card; Shift+Tab mirrors it (the last card, when no stop of the log is in view). The log's view, its
+    width and what it shows stay as they were, and the panel hides again when the focus goes back."""
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=size) as pilot:
+        await four_exchanges_with_tools(pilot, tmp_path, monkeypatch)
+        sidebar, log, prompt = app.query_one(ReferenceSidebar), app.chat.chat_log, app.query_one(PromptInput)
+        if hide:
+            await pilot.press("f4")
+            await pilot.pause()
+        assert not sidebar.display and app.focused is prompt
+        assert any(log in w.ancestors for w in app.screen.walk_children() if w.can_focus), "the log has stops"
+        view = (log.scroll_y, log.size)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is sidebar.card(0))
+        assert sidebar.display and (log.scroll_y, log.size) == view
+        await pilot.press("tab", "tab", "tab")  # the other cards, then the aggregator's
+        assert app.focused is sidebar.aggregator_card and (log.scroll_y, log.size) == view
+        await pilot.press("tab")  # back to the prompt: the panel hides again
+        await wait_until(pilot, lambda: app.focused is prompt and not sidebar.display)
+        assert (log.scroll_y, log.size) == view
+        # Shift+Tab: the log's newest stop in view, else the panel's last card; the view stays.
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        focused = app.focused
+        assert focused is sidebar.aggregator_card or (
+            log in focused.ancestors and log.scrollable_content_region.overlaps(focused.region)
+        ), focused
+        assert log.scroll_y == view[0]
+        for _ in range(12):  # round the whole ring, backwards
+            await pilot.press("shift+tab")
+            await pilot.pause()
+            assert log.scroll_y == view[0], app.focused
+        # From the first card, Shift+Tab goes back to the prompt, and the panel hides.
+        app.chat.set_focus(prompt)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is sidebar.card(0))
+        await pilot.press("shift+tab")
+        await wait_until(pilot, lambda: app.focused is prompt and not sidebar.display)
+
+
+async def test_f4_keeps_a_panel_tab_showed(home):
+    from moa_chat.tui.widgets.prompt_input import PromptInput
+    from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(60, 20)) as pilot:
+        sidebar = app.query_one(ReferenceSidebar)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is sidebar.card(0))
+        await pilot.press("f4")
+        app.chat.set_focus(app.query_one(PromptInput))
+        await pilot.pause()
+        assert sidebar.display  # kept, as F4 shows it at this width: over the log
+        await pilot.press("f4")
+        await pilot.pause()
+        assert not sidebar.display
