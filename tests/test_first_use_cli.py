@@ -106,3 +106,45 @@ def test_the_api_catalogue_serves_ollama_once_it_answers(home):
         assert ollama.last_answer(config) == ollama.Answer(None)
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------------------------- export
+
+
+def test_export_keeps_every_version_of_an_exchange(home):
+    """Re-asked, regenerated and edited: the JSON has every message the turns point to, the Markdown every reply."""
+    from moa_chat.session import ChatSession
+    from moa_chat.store import SessionStore
+
+    config = load_config()
+    store = SessionStore()
+    session = ChatSession(config, config.preset("demo"), store=store)
+    session.send("first question")
+    session.send("second question")
+    session.rerun(aggregator_only=False)
+    session.rerun(aggregator_only=True)
+    session.edit("second question, edited")
+    session.send("third question")
+    session_id = session.id
+    assert session_id is not None
+    store.close()
+
+    exported = moa(home, "export", session_id, "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    data = json.loads(exported.stdout)
+    ids = {m["id"] for m in data["messages"]}
+    assert ids == set(range(1, max(ids) + 1))  # no gap: every version's messages
+    assert all(turn["user_message_id"] in ids for turn in data["turns"])
+    replies = [m for m in data["messages"] if m["role"] == "assistant"]
+    assert {m["turn_id"] for m in replies} == {turn["id"] for turn in data["turns"]}  # each turn's reply is there
+    shown = [m["content"] for m in data["messages"] if m["shown"] and m["role"] == "user"]
+    assert shown == ["first question", "second question, edited", "third question"]
+
+    markdown = moa(home, "export", session_id)
+    assert markdown.returncode == 0, markdown.stderr
+    text = markdown.stdout
+    assert "Other versions of this exchange: 3" in text
+    for version in ("Version 1 of 4 (asked)", "Version 2 of 4 (re-asked)", "Version 3 of 4 (regenerated)"):
+        assert version in text
+    assert text.count("#### moa-chat (demo:simulated-synthesizer)") == 3  # the three replies not shown
+    assert text.index("second question, edited") < text.index("Version 1 of 4") < text.index("third question")
