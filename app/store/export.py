@@ -3,9 +3,9 @@ thought before a reply, folded in <details>), or JSON with everything the store 
 reasoning too).
 
 Both keep every attempt: a re-asked, regenerated or edited exchange has several versions, one of them on the
-conversation shown. The JSON lists the conversation shown, in order, then the other versions' messages (`shown`
-says which is which), and every turn; the Markdown follows the conversation shown and, under each exchange that has others, folds
-its other versions in <details>.
+conversation shown. The JSON lists the conversation shown, in order, then the other versions' messages
+(`shown` says which is which), and every turn; the Markdown follows the conversation shown and, under each
+exchange that has others, folds its other versions in <details>.
 """
 
 from __future__ import annotations
