@@ -148,3 +148,36 @@ def test_export_keeps_every_version_of_an_exchange(home):
         assert version in text
     assert text.count("#### moa-chat (demo:simulated-synthesizer)") == 3  # the three replies not shown
     assert text.index("second question, edited") < text.index("Version 1 of 4") < text.index("third question")
+
+
+# --------------------------------------------------------------------------------------------- eval's judge
+
+
+def test_a_judge_that_gives_no_verdict_says_so_per_task_in_the_summary_and_in_the_exit_status(home, llm_server):
+    write_config(home, f"providers:\n  wire:\n    base_url: {llm_server.base_url}\n    max_retries: 0\n")
+    report = home / "report"
+    args = ["eval", "open_ended", "--preset", "demo", "--limit", "2", "--judge", "wire:judge", "--report", str(report)]
+    for rubric in ([], ["--rubric"]):
+        done = moa(home, *args, *rubric, "--json")
+        assert done.returncode == 1, done.stderr
+        out = json.loads(done.stdout)
+        assert out["unjudged"] and all("wire:judge gave no" in item["error"] for item in out["unjudged"])
+        asked = len(out["unjudged"])
+        assert f"the judge gave no verdict for {asked} of {asked} answers" in done.stderr
+        rows = [json.loads(line) for line in (report / "results.jsonl").read_text().splitlines()]
+        verdicts = [v for row in rows for v in row["verdicts"].values()]
+        assert verdicts and all(v["score"] is None and v["error"] for v in verdicts)
+    table = moa(home, *args)
+    assert table.returncode == 1
+    assert "judge: the judge gave no verdict for" in table.stdout
+
+
+def test_the_demo_can_judge(home):
+    """`--judge demo:…` answers in the judge's format, so the offline demo shows a judged run whole."""
+    for rubric in ([], ["--rubric"]):
+        done = moa(home, "eval", "open_ended", "--preset", "demo", "--limit", "2", "--solo", "--json", *rubric,
+                   "--judge", "demo:simulated-synthesizer")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["unjudged"] == []
+        assert all(system["n"] == 2 for system in out["systems"])

@@ -234,6 +234,10 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+    if (unjudged := summary.unjudged_line()) is not None:
+        # Scores are missing: the run is not whole, whatever the table shows.
+        print(inert(f"moa-chat: error: {unjudged}; each one's error is in {folder}/results.jsonl"), file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 
