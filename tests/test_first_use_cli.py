@@ -181,3 +181,28 @@ def test_the_demo_can_judge(home):
         out = json.loads(done.stdout)
         assert out["unjudged"] == []
         assert all(system["n"] == 2 for system in out["systems"])
+
+
+# --------------------------------------------------------------------------------------------- eval's figures
+
+
+def test_eval_says_tokens_n_a_where_no_provider_reported_any_and_resume_says_what_it_kept(home, llm_server):
+    """llama.cpp's server sends no usage in a stream: `ask` says "n/a", and so does eval's table (not 0)."""
+    from moa_chat.providers.loopback_server import Reply
+
+    llm_server.script("quiet", Reply(text="The answer is 42.", usage_chunk=False))
+    write_config(home, f"providers:\n  wire:\n    base_url: {llm_server.base_url}\n    max_retries: 0\n")
+    done = moa(home, "eval", "arithmetic", "--preset", "demo", "--limit", "2", "--baseline", "wire:quiet")
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("wire:quiet"))
+    assert row.split()[-2:] == ["n/a", "—"], row  # tokens/task, and no price for it either
+    demo = next(line for line in done.stdout.splitlines() if line.startswith("demo "))
+    assert demo.split()[-2] not in ("n/a", "0")
+    listed = json.loads(moa(home, "eval", "arithmetic", "--preset", "demo", "--limit", "2", "--baseline",
+                            "wire:quiet", "--json").stdout)  # fmt: skip
+    quiet = next(s for s in listed["systems"] if s["name"] == "wire:quiet")
+    assert quiet["tokens_per_task"] is None
+    run = listed["run"]
+    resumed = moa(home, "eval", "--resume", run)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "moa-chat: resumed: 4 of 4 answers kept, 0 to run" in resumed.stderr

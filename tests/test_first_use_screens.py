@@ -266,3 +266,22 @@ async def test_f4_keeps_a_panel_tab_showed(home):
         await pilot.press("f4")
         await pilot.pause()
         assert not sidebar.display
+
+
+# --------------------------------------------------------------------------------------------- the copy toast
+
+
+@pytest.mark.parametrize("view", ["ctrl+b", "f7"])
+async def test_the_copy_toast_does_not_cover_the_answers_side_by_side(home, view):
+    from moa_chat.tui.screens.panel import PanelAnswers
+    from moa_chat.tui.screens.side_by_side import SideBySide
+
+    app = make_app(load_config(), "demo")
+    async with app.run_test(size=(60, 20), notifications=True) as pilot:
+        await run_turn(pilot, "How do I reverse a list?")
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: any("Copied" in t or "Sent" in t for t in toast_texts(app)))
+        await pilot.press(view)
+        await wait_until(pilot, lambda: isinstance(app.screen, SideBySide | PanelAnswers))
+        await pilot.pause()
+        assert toast_texts(app) == []

@@ -35,7 +35,7 @@ def _row(result: SystemResult) -> list[str]:
         f"{result.n}" + (f" ({result.failed} failed)" if result.failed else ""),
         _seconds(percentile(result.seconds, 50)),
         _seconds(percentile(result.seconds, 90)),
-        "—" if tokens is None else f"{tokens:,.0f}",
+        ("n/a" if result.answered else "—") if tokens is None else f"{tokens:,.0f}",  # n/a: none reported, as ask
         shown,
     ]
 

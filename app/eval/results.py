@@ -168,7 +168,8 @@ def _add(
     result.failed += not ok
     if ok:
         result.seconds.append(float(record.get("seconds") or 0.0))
-        result.tokens.append(int(record.get("tokens") or 0))
+        if record.get("tokens") is not None:  # None: no provider reported any (not 0)
+            result.tokens.append(int(record["tokens"]))
     if record.get("cost") is not None:
         result.costs.append(float(record["cost"]))
     elif ok:

@@ -153,7 +153,9 @@ class MoAChatApp(App[int]):
         outcome = clipboard.copy(text)  # up to a couple of seconds for a tool: never on the UI's thread
         if what is not None:
             message, severity = outcome.message(what)
-            self.call_from_thread(self.notify, message, severity=severity, timeout=8, markup=False)
+            # Long enough to read, short enough not to sit over what is opened next (a warning says what to do).
+            timeout = 8 if severity == "warning" else 4
+            self.call_from_thread(self.notify, message, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
