@@ -3,7 +3,8 @@
 The screen lays the chat out and routes: a prompt becomes a TurnRequest for its TurnRunner (turn_runner.py),
 which runs it on a worker thread; what the turn reports crosses back through the bridge, in order, and the
 runner hands each event to the widget it concerns. The keys and the footer's choice of them are bindings.py's;
-the ways to change the preset are preset_choices.py's; what the screen needs of the app is a ChatHost.
+the ways to change the preset are preset_choices.py's; Tab's order is tab_order.py's (the screen's base); what
+the screen needs of the app is a ChatHost.
 """
 
 from __future__ import annotations
