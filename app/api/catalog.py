@@ -23,6 +23,9 @@ class Catalog:
         self.config, self.default = config, default
         self._clock = clock
         self._asked_at: float | None = None
+        self._served: dict[str, Preset] = {}
+        self._left_out: dict[str, str] = {}
+        self._read()
 
     @classmethod
     def of(cls, config: Config, default: str) -> Catalog:
@@ -36,16 +39,23 @@ class Catalog:
         if force or self._asked_at is None or now - self._asked_at >= RECHECK:
             self._asked_at = now
             installed_models(self.config, fresh=True)
+            self._read()
+
+    def _read(self) -> None:
+        """What can run, from what is known now: the keys and this machine do not change while the server
+        runs, Ollama's answer only when it is asked again (`recheck`)."""
+        states = [readiness(self.config, preset) for preset in cycle_order(self.config)]
+        self._served = {state.preset.name: state.preset for state in states if state.runnable}
+        self._left_out = {state.preset.name: state.reason or "" for state in states if not state.runnable}
 
     @property
     def served(self) -> dict[str, Preset]:
-        return {p.name: p for p in cycle_order(self.config) if readiness(self.config, p).runnable}
+        return self._served
 
     @property
     def left_out(self) -> dict[str, str]:
         """Preset name: why it cannot run, as `moa-chat presets` and the chat say it ("needs OPENAI_API_KEY")."""
-        states = (readiness(self.config, p) for p in cycle_order(self.config))
-        return {state.preset.name: state.reason or "" for state in states if not state.runnable}
+        return self._left_out
 
     def preset(self, model: str) -> Preset:
         """The preset a request's `model` names; ApiError(404) when it is not served, saying why."""
