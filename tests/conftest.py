@@ -46,14 +46,17 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # chat asks it at start). Tests that want one point the ollama provider at a server of their own.
     from moa_chat.providers import ollama
 
-    asked = ollama._installed
-    asked.cache_clear()
+    probe = ollama._probe
+    ollama.forget()
 
     def hermetic(base_url: str) -> tuple[str, ...] | None:
-        return None if base_url.rstrip("/").endswith(":11434/v1") else asked(base_url)
+        return None if base_url.rstrip("/").endswith(":11434/v1") else probe(base_url)
 
-    hermetic.cache_clear = asked.cache_clear  # type: ignore[attr-defined]
-    monkeypatch.setattr(ollama, "_installed", hermetic)
+    monkeypatch.setattr(ollama, "_probe", hermetic)
+    # The chat asks Ollama again every few seconds: a test asks when it wants to (MoAChatApp.recheck_ollama).
+    from moa_chat.tui.app import MoAChatApp
+
+    monkeypatch.setattr(MoAChatApp, "OLLAMA_RECHECK", None)
     return home
 
 

@@ -77,6 +77,19 @@ class Summary:
     differences: list[Difference]
     lifts: list[tuple[str, Difference, Difference]]  # preset, vs its best member, vs its average member
     judge_cost: float = 0.0
+    # (task, system, why) of each answer the judge was asked about and gave no verdict for
+    unjudged: list[tuple[str, str, str]] = field(default_factory=list)
+    judged: int = 0  # answers the judge was asked about
+
+    def unjudged_line(self) -> str | None:
+        """What the judge left unscored, in one line, or None when it judged every answer it was given."""
+        if not self.unjudged:
+            return None
+        task, system, why = self.unjudged[0]
+        return (
+            f"the judge gave no verdict for {len(self.unjudged)} of {self.judged} answers, which are not scored "
+            f"(first: task {task}, {system}: {why})"
+        )
 
     def by_name(self, name: str) -> SystemResult:
         return next(r for r in self.results if r.name == name)
@@ -100,6 +113,7 @@ class Summary:
                 {"preset": p, "over_best_member": diff(b), "over_average_member": diff(a)} for p, b, a in self.lifts
             ],
             "judge_cost": self.judge_cost,
+            "unjudged": [{"task": t, "system": n, "error": why} for t, n, why in self.unjudged],
         }
 
 
@@ -131,7 +145,13 @@ def summarise(
         if system.kind == "preset":
             results += [m for m in members if m.answered or m.failed]
     judge_cost = sum(float(v.get("cost") or 0.0) for v in verdicts.values())
-    return Summary(results, _differences(results, systems), _lifts(results, systems), judge_cost)
+    unjudged = [
+        (task, system, str(v.get("error") or "no verdict"))
+        for (task, system), v in sorted(verdicts.items())
+        if v.get("score") is None
+    ]
+    differences, lifts = _differences(results, systems), _lifts(results, systems)
+    return Summary(results, differences, lifts, judge_cost, unjudged, judged=len(verdicts))
 
 
 def _add(
@@ -148,7 +168,8 @@ def _add(
     result.failed += not ok
     if ok:
         result.seconds.append(float(record.get("seconds") or 0.0))
-        result.tokens.append(int(record.get("tokens") or 0))
+        if record.get("tokens") is not None:  # None: no provider reported any (not 0)
+            result.tokens.append(int(record["tokens"]))
     if record.get("cost") is not None:
         result.costs.append(float(record["cost"]))
     elif ok:

@@ -95,5 +95,7 @@ class SessionJson(TypedDict):
     """Everything the store holds for a session: `moa-chat export --json`."""
 
     session: SummaryJson
-    messages: list[dict[str, object]]  # the chat messages, each with its id, parent_id, turn_id and partial
+    # The conversation shown, in order, then every other version's messages, each with its id, parent_id,
+    # turn_id, partial and `shown` (on the conversation shown)
+    messages: list[dict[str, object]]
     turns: list[TurnJson]

@@ -95,6 +95,9 @@ class MoAChatApp(App[int]):
 
     # Under 120 columns the screen gets -narrow and the sidebar slims down (sidebar.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # Seconds between two questions to Ollama (None: only at start and when F2 opens), so that an Ollama started
+    # or stopped while the chat runs is found: F3, F2, the palette and the header follow it.
+    OLLAMA_RECHECK: float | None = 5.0
 
     def __init__(
         self,
@@ -166,7 +169,9 @@ class MoAChatApp(App[int]):
         outcome = clipboard.copy(text)  # up to a couple of seconds for a tool: never on the UI's thread
         if what is not None:
             message, severity = outcome.message(what)
-            self.call_from_thread(self.notify, message, severity=severity, timeout=8, markup=False)
+            # Long enough to read, short enough not to sit over what is opened next (a warning says what to do).
+            timeout = 8 if severity == "warning" else 4
+            self.call_from_thread(self.notify, message, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
@@ -231,7 +236,9 @@ class MoAChatApp(App[int]):
         if self._freeze_heap:
             heap.first_frame()
             self.watch(self.chat, "turn_running", self._turn_running_changed, init=False)
-        self._ask_ollama()
+        self.recheck_ollama()
+        if self.OLLAMA_RECHECK is not None:
+            self.set_interval(self.OLLAMA_RECHECK, self.recheck_ollama)
         warm_up(then=partial(_import_deferred, self, freeze=self._freeze_heap))
 
         usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
@@ -252,20 +259,22 @@ class MoAChatApp(App[int]):
             heap.collect_after_turn(self.set_timer, lambda: self.chat.turn_running)
 
     @work(thread=True, group="ollama", exit_on_error=False)
-    def _ask_ollama(self) -> None:
-        """Which models a local Ollama has (half a second at most, usually a refused connection at once): on a
-        worker thread, so the chat never waits for it."""
-        models = installed_models(self.session.config)
+    def recheck_ollama(self) -> None:
+        """Which models a local Ollama has, asked afresh (half a second at most, usually a refused connection at
+        once): on a worker thread, so the chat never waits for it."""
+        models = installed_models(self.session.config, fresh=True)
         self.call_from_thread(self.ollama_answered, models)
 
     def ollama_answered(self, models: tuple[str, ...] | None) -> None:
-        """What Ollama has now (None: it did not answer). An open preset picker offers its models at once."""
-        self.ollama_checked = True
-        if models == self.ollama_models:
+        """What Ollama has now (None: it did not answer). A change shows at once: an open preset picker offers
+        its models and says which presets can run, and the header says whether the current one can."""
+        first, self.ollama_checked = not self.ollama_checked, True
+        if models == self.ollama_models and not first:
             return
         self.ollama_models = models
         if isinstance(self.screen, PresetPicker):
             self.screen.offer_ollama(models)
+        self.chat.ollama_changed()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
