@@ -86,6 +86,10 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
     finally:
         session.close()
+        if session.store is not None:
+            # Its last writes go into the database now: the process ends without the interpreter's teardown
+            # (__main__.py), which would otherwise close it.
+            session.store.close()
     if args.json:
         reply = _as_json(preset, result, progress.thoughts)
         sys.stdout.write(inert_json(reply, indent=2, ensure_ascii=False) + "\n")
