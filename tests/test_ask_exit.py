@@ -8,6 +8,7 @@ clean close are read back; the MCP server is gone. How fast the exit is is measu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -162,3 +163,36 @@ def test_ask_keeps_its_exit_status_when_it_skips_the_teardown(home, llm_server, 
     assert result.returncode == 1, result.stderr[-3000:]
     assert "moa-chat: error:" in result.stderr and "the model refuses" in result.stderr
     assert TEARDOWN not in result.stderr
+
+
+def test_ask_writes_its_reply_before_it_waits_for_its_mcp_server_to_exit(home, llm_server, tmp_path):
+    """Stopping an MCP server takes as long as the server takes to exit. ask asks it to stop once the turn is
+    over, writes the reply, and only then waits: a reader has the whole reply while the server still runs."""
+    pid_file, hold = tmp_path / "mcp.pid", tmp_path / "hold"
+    os.mkfifo(hold)
+    # The server's shell stays after the server until the test lets it go; it ignores the SIGTERM the MCP client
+    # sends 2 s after closing the server's stdin, so only the SIGKILL 2 s after that would end it sooner.
+    script = f'echo $$ > {pid_file}; trap "" TERM; "$0" "$@"; read line < {hold}'
+    configure(home, llm_server.base_url, ["sh", "-c", script, sys.executable, MCP_SERVER])
+    llm_server.script("agg", Reply(text=REPLY))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "ask", "What now?"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == REPLY + "\n"
+        server = int(pid_file.read_text())
+        assert alive(server), "the reply came only after the MCP server had exited"
+        assert process.poll() is None  # ask waits for it
+    finally:
+        with contextlib.suppress(OSError):  # no reader: the shell has gone already
+            release = os.open(hold, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(release, b"go\n")
+            os.close(release)
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert not alive(server)

@@ -84,12 +84,21 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
         result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
+    except BaseException:
+        _close(session)
+        raise
+    # The turn is over: its MCP servers begin to stop while the reply is written, and are waited for after it.
+    session.begin_close()
+    try:
+        return _report(preset, result, session, progress, args)
     finally:
-        session.close()
-        if session.store is not None:
-            # Its last writes go into the database now: the process ends without the interpreter's teardown
-            # (__main__.py), which would otherwise close it.
-            session.store.close()
+        _close(session)
+
+
+def _report(
+    preset: Preset, result: TurnResult, session: ChatSession, progress: Progress, args: argparse.Namespace
+) -> int:
+    """Write the turn's reply (the JSON object with --json) and its last line on stderr; the exit status."""
     if args.json:
         reply = _as_json(preset, result, progress.thoughts)
         sys.stdout.write(inert_json(reply, indent=2, ensure_ascii=False) + "\n")
@@ -116,6 +125,14 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _close(session: ChatSession) -> None:
+    """Stop the session's MCP servers (waiting for them to exit) and close its store: the process then ends
+    without the interpreter's teardown (__main__.py), which would otherwise close the store."""
+    session.close()
+    if session.store is not None:
+        session.store.close()
 
 
 def _is_terminal(stream: object) -> bool:
