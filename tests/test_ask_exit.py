@@ -1,4 +1,5 @@
-"""How `moa-chat ask` ends its process: at once after its reply, with everything written and stopped first.
+"""How `moa-chat ask` ends its process: at once after its reply, with everything written and stopped first;
+and at once when a signal cancels its turn, however the process was started.
 
 The process skips the interpreter's teardown (cli/quick_exit.py). What these tests prove is that nothing is
 lost by that and nothing waits after the reply: `python -v` prints a line for each module the teardown
@@ -11,9 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conftest import WIRE_CONFIG, write_config
@@ -196,3 +201,88 @@ def test_ask_writes_its_reply_before_it_waits_for_its_mcp_server_to_exit(home, l
         _out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert not alive(server)
+
+
+# --------------------------------------------------------------------------- signals as a background job gets them
+
+FIRST, REST = "The first words,", " then the rest."
+
+
+def handled(pid: int, number: int, how: str) -> bool:
+    """Whether process `pid` catches (how="SigCgt") or ignores (how="SigIgn") signal `number`."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{how}:"):
+            return bool(int(line.split()[1], 16) & 1 << (number - 1))
+    return False
+
+
+def wait_until(predicate: Callable[[], bool], what: str, bound: float = 60.0) -> None:
+    """Polls a state another process reaches; the bound is far above what it needs, even on a loaded machine."""
+    deadline = time.monotonic() + bound
+    while not predicate():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def start_silent_turn(home: Path, llm_server, ignoring: int, resume: threading.Event) -> subprocess.Popen[str]:
+    """`ask --stream` started with signal `ignoring` ignored, as a shell without job control starts a background
+    command (SIGINT) or `nohup` does (SIGHUP); the aggregator streams FIRST and then holds its stream open, silent,
+    until `resume` is set. No stall limit would end that wait: only the process can."""
+    write_config(home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra="") + "network:\n  stall_timeout: null\n")
+    llm_server.script("agg", Reply(text=FIRST + REST, pieces=[FIRST, REST], pause_after=1, pause=3600, resume=resume))
+    return subprocess.Popen(
+        [sys.executable, "-m", "moa_chat", "ask", "--stream", "--no-save", "What now?"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(ignoring, signal.SIG_IGN),
+    )
+
+
+def test_sigint_cancels_an_ask_started_with_sigint_ignored_while_the_server_holds_its_stream(home, llm_server):
+    """`moa-chat ask … &` in a script (or a CI step) starts with SIGINT ignored, and a SIGINT sent to it to cancel
+    it went unheard: the turn ran on until the silent stream stalled out, 30 s later (stall_timeout). It cancels
+    the turn at once: the process exits 130 while the server still holds the stream open."""
+    resume = threading.Event()
+    process = start_silent_turn(home, llm_server, signal.SIGINT, resume)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.read(len(FIRST)) == FIRST
+        request = llm_server.wait_for_request("agg")
+        assert request.stalled.wait(60)
+        wait_until(lambda: handled(process.pid, signal.SIGTERM, "SigCgt"), "ask's turn took its signals")
+        assert handled(process.pid, signal.SIGINT, "SigCgt"), "ask leaves SIGINT ignored"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert out == "\n"  # the part of the reply that came ends its line
+        assert "Traceback" not in err and "stall" not in err
+        assert request.finished.wait(60) and request.disconnected  # the cancel closed the stream
+        assert not resume.is_set()
+    finally:
+        resume.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_an_ask_started_with_sighup_ignored_keeps_it_ignored_and_finishes_its_turn(home, llm_server):
+    """`nohup moa-chat ask …`: the terminal closing mid-turn leaves the turn running, as nohup asks."""
+    resume = threading.Event()
+    process = start_silent_turn(home, llm_server, signal.SIGHUP, resume)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.read(len(FIRST)) == FIRST
+        assert llm_server.wait_for_request("agg").stalled.wait(60)
+        wait_until(lambda: handled(process.pid, signal.SIGTERM, "SigCgt"), "ask's turn took its signals")
+        assert handled(process.pid, signal.SIGHUP, "SigIgn"), "ask catches the SIGHUP that nohup ignores"
+        process.send_signal(signal.SIGHUP)  # discarded by the kernel: ignored
+        resume.set()
+        out, err = process.communicate(timeout=60)
+    finally:
+        resume.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert out == REST + "\n"

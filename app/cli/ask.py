@@ -7,6 +7,8 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from types import FrameType
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
@@ -192,7 +194,15 @@ def _send_interruptibly(
     # SIGTERM and SIGHUP (the terminal closed) end the turn as Ctrl-C does: cancelled, its commands and MCP
     # servers stopped, the stored turn marked interrupted; the default action would kill the process and
     # leave a running command orphaned.
-    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+    # SIGINT cancels the turn even when the process started with it ignored, as a shell without job control
+    # starts every background command (`moa-chat ask … &` in a script, a CI step): a SIGINT sent to it would
+    # otherwise go unheard, and the turn run on until its reply ended or its stream stalled out. SIGTERM or
+    # SIGHUP ignored at the start stays ignored: that is what `nohup` (or `trap '' TERM`) asks for.
+    handlers: dict[int, Callable[[int, FrameType | None], object]] = {signal.SIGINT: signal.default_int_handler}
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(ending) is not signal.SIG_IGN:
+            handlers[ending] = _interrupt
+    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         while not done.wait(0.1):
             pass
