@@ -13,7 +13,8 @@ answer is there. Rows alternate round after round, so noise on a shared machine 
   server to the exit, the whole wait after the model is done;
 - `ask --stream`, loopback: the reply streamed into the pipe as it arrives (as at a terminal);
 - `ask`, loopback + MCP: the same with a stdio MCP server configured (the test suite's tiny one): the exit
-  waits for it to exit, as the MCP specification's shutdown asks (its stdin closed, then its exit awaited).
+  waits for it to exit, as the MCP specification's shutdown asks (its stdin closed, then its exit awaited);
+  beside it, that server alone, from its stdin closed (once it has answered `initialize`) to its exit.
 
 With `--tree NAME=PATH` (PATH a folder holding another copy of the `moa_chat` package, found first on
 PYTHONPATH) the demo and loopback rows of that copy alternate with these.
@@ -72,6 +73,26 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
     return written, exited, bytes(stdout)
 
 
+def server_exit(argv: list[str]) -> float:
+    """Seconds from closing the stdin of the MCP server `argv` (once it has answered `initialize`) to its exit."""
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}).encode())
+    process.stdin.write(b"\n")
+    process.stdin.flush()
+    process.stdout.readline()
+    exits = os.pidfd_open(process.pid)
+    try:
+        closed = time.monotonic()
+        process.stdin.close()
+        select.select([exits], [], [])
+        return time.monotonic() - closed
+    finally:
+        os.close(exits)
+        process.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
@@ -107,12 +128,14 @@ def main() -> None:
     for name, path in (tree.split("=", 1) for tree in args.tree):
         rows[f"ask, demo ({name})"] = (rows["ask, demo"][0], {**demo, "PYTHONPATH": path}, False)
         rows[f"ask, loopback ({name})"] = (rows["ask, loopback"][0], {**wire, "PYTHONPATH": path}, True)
+    tiny_alone = "  the MCP server alone: stdin closed to exit"
     after_reply: dict[str, list[float]] = {name: [] for name in rows}
     after_model: dict[str, list[float]] = {name: [] for name, (_, _, wired) in rows.items() if wired}
     try:
         for argv, env, _ in rows.values():  # a warm-up of each: the first round pays no cold page cache
             timed(argv, env)
         for _ in range(rounds):
+            after_reply.setdefault(tiny_alone, []).append(server_exit([python, str(tiny)]) * 1000)
             for name, (argv, env, wired) in rows.items():
                 written, exited, stdout = timed(argv, env)
                 if wired and stdout.decode().strip() != REPLY.strip():
@@ -126,15 +149,16 @@ def main() -> None:
         server.stop()
 
     print(f"reply written to exit, median of {rounds} alternating rounds (ms)")
-    print(f"{'':34} {'median':>8} {'min':>8} {'max':>8}   the aggregator's last byte to exit (median)")
+    print(f"{'':44} {'median':>8} {'min':>8} {'max':>8}   the aggregator's last byte to exit (median)")
     for name, values in after_reply.items():
         model = f"{statistics.median(after_model[name]):8.0f}" if name in after_model else ""
-        print(f"{name:34} {statistics.median(values):8.0f} {min(values):8.0f} {max(values):8.0f}   {model}".rstrip())
+        print(f"{name:44} {statistics.median(values):8.0f} {min(values):8.0f} {max(values):8.0f}   {model}".rstrip())
     floor = statistics.median(after_reply["python -c (writes a line)"])
     for name in (n for n in after_reply if n.startswith("ask")):
         median = statistics.median(after_reply[name])
         if "MCP" in name:
-            print(f"{name}: {median:.0f} ms, most of it the MCP server's own exit")
+            alone = statistics.median(after_reply[tiny_alone])
+            print(f"{name}: {median:.0f} ms; the MCP server alone takes {alone:.0f} ms to exit")
             continue
         verdict = "holds" if median <= GOAL_MS else "missed"
         over = f"{median - floor:+.0f} ms over a bare Python"
