@@ -170,6 +170,16 @@ def test_ask_keeps_its_exit_status_when_it_skips_the_teardown(home, llm_server, 
     assert TEARDOWN not in result.stderr
 
 
+def test_ask_refused_before_its_turn_closes_the_store_it_opened(home, tmp_path):
+    """A turn refused before it is sent (here: the aggregator's key is missing) ends the process the same quick
+    way: the store it opened is closed first, its log merged and removed."""
+    argv = [sys.executable, "-m", "moa_chat", "ask", "What now?", "--preset", "frontier"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2 and "OPENROUTER_API_KEY" in result.stderr
+    database = default_path()
+    assert database.exists() and not Path(f"{database}-wal").exists()
+
+
 def test_ask_writes_its_reply_before_it_waits_for_its_mcp_server_to_exit(home, llm_server, tmp_path):
     """Stopping an MCP server takes as long as the server takes to exit. ask asks it to stop once the turn is
     over, writes the reply, and only then waits: a reader has the whole reply while the server still runs."""

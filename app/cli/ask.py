@@ -40,10 +40,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     preset = session.preset
     error, warning = session.preflight()
     if error:
+        _close(session)
         print(f"moa-chat: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
     if over:
+        _close(session)
         print(f"moa-chat: error: not sent: {over}; raise the limit or pass a cheaper preset", file=sys.stderr)
         return EXIT_USAGE
     for line in (notice, warning):
