@@ -198,8 +198,8 @@ def _send_interruptibly(
     # leave a running command orphaned.
     # SIGINT cancels the turn even when the process started with it ignored, as a shell without job control
     # starts every background command (`moa-chat ask … &` in a script, a CI step): a SIGINT sent to it would
-    # otherwise go unheard, and the turn run on until its reply ended or its stream stalled out. SIGTERM or
-    # SIGHUP ignored at the start stays ignored: that is what `nohup` (or `trap '' TERM`) asks for.
+    # otherwise go unheard, and the turn run on until its reply ended or its stream stalled out. A SIGTERM
+    # or SIGHUP ignored at the start stays ignored: that is what `nohup` (or `trap '' TERM`) asks for.
     handlers: dict[int, Callable[[int, FrameType | None], object]] = {signal.SIGINT: signal.default_int_handler}
     for ending in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(ending) is not signal.SIG_IGN:

@@ -187,8 +187,9 @@ class _QuietServer(ThreadingHTTPServer):
         self._waker, self._wake = socket.socketpair()
 
     def serve_until_stopped(self, stopping: threading.Event) -> None:
-        """Serve until `stopping` is set and `wake()` called. socketserver's serve_forever looks for its
-        shutdown only between polls, so a stop waited up to a poll interval (the demo's, at every exit)."""
+        """Serve until `stopping` is set and `wake()` called: the stop is seen at once. socketserver's
+        serve_forever looks for a shutdown only between polls, and every stop would wait out a poll interval
+        (the demo's at each exit of `ask`, each test's server)."""
         with selectors.DefaultSelector() as selector:
             selector.register(self, selectors.EVENT_READ)
             selector.register(self._waker, selectors.EVENT_READ)
