@@ -136,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command `args` names (the chat when none); its exit status."""
     if args.command is None:
         gc.disable()  # the chat starts with the garbage collector paused (__main__.py); its first frame resumes it
     else:

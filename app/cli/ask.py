@@ -7,6 +7,8 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from types import FrameType
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
@@ -41,10 +43,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     preset = session.preset
     error, warning = session.preflight()
     if error:
+        _close(session)
         print(f"moa-chat: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
     if over:
+        _close(session)
         print(f"moa-chat: error: not sent: {over}; raise the limit or pass a cheaper preset", file=sys.stderr)
         return EXIT_USAGE
     for line in (notice, warning):
@@ -81,8 +85,21 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
         result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
+    except BaseException:
+        _close(session)
+        raise
+    # The turn is over: its MCP servers begin to stop while the reply is written, and are waited for after it.
+    session.begin_close()
+    try:
+        return _report(preset, result, session, progress, args)
     finally:
-        session.close()
+        _close(session)
+
+
+def _report(
+    preset: Preset, result: TurnResult, session: ChatSession, progress: Progress, args: argparse.Namespace
+) -> int:
+    """Write the turn's reply (the JSON object with --json) and its last line on stderr; the exit status."""
     if args.json:
         reply = _as_json(preset, result, progress.thoughts)
         sys.stdout.write(inert_json(reply, indent=2, ensure_ascii=False) + "\n")
@@ -109,6 +126,14 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _close(session: ChatSession) -> None:
+    """Stop the session's MCP servers (waiting for them to exit) and close its store: the process then ends
+    without the interpreter's teardown (__main__.py), which would otherwise close the store."""
+    session.close()
+    if session.store is not None:
+        session.store.close()
 
 
 def _is_terminal(stream: object) -> bool:
@@ -176,7 +201,15 @@ def _send_interruptibly(
     # SIGTERM and SIGHUP (the terminal closed) end the turn as Ctrl-C does: cancelled, its commands and MCP
     # servers stopped, the stored turn marked interrupted; the default action would kill the process and
     # leave a running command orphaned.
-    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+    # SIGINT cancels the turn even when the process started with it ignored, as a shell without job control
+    # starts every background command (`moa-chat ask … &` in a script, a CI step): a SIGINT sent to it would
+    # otherwise go unheard, and the turn run on until its reply ended or its stream stalled out. A SIGTERM
+    # or SIGHUP ignored at the start stays ignored: that is what `nohup` (or `trap '' TERM`) asks for.
+    handlers: dict[int, Callable[[int, FrameType | None], object]] = {signal.SIGINT: signal.default_int_handler}
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(ending) is not signal.SIG_IGN:
+            handlers[ending] = _interrupt
+    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         while not done.wait(0.1):
             pass

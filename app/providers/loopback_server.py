@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import select
+import selectors
 import socket
 import sys
 import threading
@@ -138,14 +139,17 @@ class OpenAICompatibleServer:
 
     def start(self) -> OpenAICompatibleServer:
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-server", daemon=True
+            target=self._httpd.serve_until_stopped, args=(self._stopping,), name="openai-server", daemon=True
         )
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving at once (requests in progress end at their next wait) and release the port."""
         self._stopping.set()
-        self._httpd.shutdown()
+        self._httpd.wake()
+        if self._thread is not None:
+            self._thread.join()
         self._httpd.server_close()
 
     def __enter__(self) -> OpenAICompatibleServer:
@@ -177,6 +181,31 @@ class OpenAICompatibleServer:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    timeout = 0  # handle_request takes a connection that is waiting, and never waits for one itself
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._waker, self._wake = socket.socketpair()
+
+    def serve_until_stopped(self, stopping: threading.Event) -> None:
+        """Serve until `stopping` is set and `wake()` called: the stop is seen at once. socketserver's
+        serve_forever looks for a shutdown only between polls, and every stop would wait out a poll interval
+        (the demo's at each exit of `ask`, each test's server)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._waker, selectors.EVENT_READ)
+            while not stopping.is_set():
+                if any(key.fileobj is self for key, _ in selector.select()) and not stopping.is_set():
+                    self.handle_request()
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake.send(b"\0")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._waker.close()
+        self._wake.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients hanging up (a cancelled stream, a closed keep-alive connection) are normal here, and the
