@@ -18,16 +18,17 @@ from ..providers import resolve_endpoint
 from .clients import get_cached_client as _get_cached_client
 from .clients import load_sdk, sending, warm_up
 from .errors import (
+    ContextOverflow,
     CutOff,
     LLMCallError,
     TimedOut,
+    call_error,
     closed_midway,
-    describe_call_error,
     describe_error,
     format_wait,
     is_transient,
     loaded_sdk,
-    redact,
+    overflow_in,
     retry_after,
 )
 from .messages import Message, StreamOptions, ToolSpec
@@ -39,6 +40,7 @@ from .usage import Usage
 __all__ = [
     "CallLLM",
     "ChatRequest",
+    "ContextOverflow",
     "CutOff",
     "LLMCallError",
     "Message",
@@ -62,6 +64,7 @@ __all__ = [
     "load_sdk",
     "loaded_sdk",
     "note_bytes",
+    "overflow_in",
     "retry_after",
     "sending",
     "stream_chunks",
@@ -157,17 +160,7 @@ def call_llm_request(request: ChatRequest) -> object:
         sdk = client if max_retries is None else client.with_options(max_retries=max_retries)
         response: object = sdk.chat.completions.create(**body)
     except openai.OpenAIError as exc:
-        # A provider may echo the request's Authorization header or the key itself: never pass that on.
-        reason = redact(describe_call_error(exc, base_url=base_url, provider=provider), (api_key,))
-        raise LLMCallError(
-            reason,
-            provider=provider,
-            model=model,
-            task=task,
-            status=getattr(exc, "status_code", None),
-            transient=is_transient(exc),
-            retry_after=retry_after(exc),
-        ) from exc
+        raise call_error(exc, provider=provider, model=model, task=task, base_url=base_url, api_key=api_key) from exc
     if request.stream:
         return response
     return _validate_llm_response(response, task=task, provider=provider, model=model)
