@@ -98,8 +98,8 @@ WORDINGS = [
     (
         400,
         {
-            "message": "'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context length "
-            "is 4096 tokens and your request has 3800 input tokens (1000 > 4096 - 3800).",
+            "message": "'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context "
+            "length is 4096 tokens and your request has 3800 input tokens (1000 > 4096 - 3800).",
             "code": 400,
         },
         4096,
@@ -142,8 +142,8 @@ WORDINGS = [
     (
         400,
         {
-            "message": "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context "
-            "length"
+            "message": "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum "
+            "context length"
         },
         32768,
         40000,

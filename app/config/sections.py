@@ -93,9 +93,7 @@ def parse_provider_models(value: object, check: Checker, what: str, parent: Yaml
         if not isinstance(body, dict):
             raise check.error(table, f"{where} must be a mapping such as {{context_window: 128000}}", model)
         check.check_keys(body, PROVIDER_MODEL_KEYS, where)
-        window = check.whole_number(
-            body.get("context_window"), body, "context_window", where, at_most=WINDOW_AT_MOST
-        )
+        window = check.whole_number(body.get("context_window"), body, "context_window", where, at_most=WINDOW_AT_MOST)
         models[str(model)] = ProviderModel(context_window=window)
     return models
 

@@ -103,7 +103,8 @@ def context_size() -> int:
         value = 0
     if not low <= value <= high:
         raise LocalProviderError(
-            f"{N_CTX_ENV}={raw}: the local model's context window must be a whole number of tokens from {low:,} to {high:,}"
+            f"{N_CTX_ENV}={raw}: the local model's context window must be a whole number of tokens "
+            f"from {low:,} to {high:,}"
         )
     return value
 
