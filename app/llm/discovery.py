@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import Config, ConfigError
-from ..providers import resolve_endpoint
+from ..providers import MissingApiKeyError, resolve_endpoint
 from ..providers.local import DEFAULT_N_CTX, LOCAL_PROVIDER, N_CTX_ENV, context_size
 from .clients import get_cached_client
 from .exact_count import TokenizerKind, server_root
@@ -71,6 +71,8 @@ def ask_provider(config: Config, provider: str, model: str, *, timeout: float = 
         return ProviderWindow(None, f"the {provider} provider's models have no window")
     try:
         endpoint = resolve_endpoint(provider, config)
+    except MissingApiKeyError as exc:
+        return ProviderWindow(None, f"not asked: {exc.env_var} is not set")
     except ConfigError as exc:
         return ProviderWindow(None, f"cannot ask {provider}: {exc.message}")
     client, _ = get_cached_client(provider, model, endpoint.base_url, endpoint.api_key, config=config)
