@@ -92,11 +92,9 @@ def test_known_never_asks(server):
 def test_a_provider_that_cannot_be_asked_leaves_the_window_unknown_saying_why(server):
     server.stop()
     finder = WindowFinder(config_for(server))
-    started = time.monotonic()
     window = finder.window(Slot("wire", "served"))
     assert window.tokens is None and window.origin == "unknown"
     assert window.source.startswith("unknown: could not ask /models: cannot reach the endpoint")
-    assert time.monotonic() - started < 10
 
 
 def test_a_provider_without_its_key_is_not_asked():

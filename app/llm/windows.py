@@ -31,6 +31,7 @@ from ..providers import lifecycle, resolve_endpoint
 from ..providers.local import LOCAL_MODEL, LOCAL_PROVIDER
 from .clients import get_cached_client
 from .discovery import DISCOVERY_TIMEOUT, ProviderWindow, ask_provider
+from .errors import ContextOverflow
 from .exact_count import ServerTokenizer, TokenizerKind
 from .overflow import Overflow
 
@@ -158,9 +159,9 @@ class WindowFinder:
             return self._resolve(slot, ask_provider(self.config, slot.provider, slot.model))  # no network: its own
         return self._resolve(slot, self._asked.peek(self.config, slot.provider, slot.model))
 
-    def learn(self, slot: Slot, overflow: Overflow) -> Window:
-        """Keep the window an overflow error of `slot`'s model named (an Overflow, or a ContextOverflow's
-        numbers); returns the slot's window now. An error that named no window teaches nothing."""
+    def learn(self, slot: Slot, overflow: ContextOverflow | Overflow) -> Window:
+        """Keep the window an overflow error of `slot`'s model named (a ContextOverflow, or the Overflow that
+        overflow.parse_overflow read); returns the slot's window now. An error naming no window teaches nothing."""
         if overflow.window is not None:
             said = self._asked.peek(self.config, slot.provider, slot.model)
             learned = LearnedWindow(
