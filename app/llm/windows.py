@@ -147,6 +147,8 @@ class WindowFinder:
         stated = self.config.stated_window(slot)
         if stated is not None:
             return self._stated(slot, *stated)
+        if self._runs_itself(slot):
+            return self._resolve(slot, ask_provider(self.config, slot.provider, slot.model))
         return self._resolve(slot, self._asked.get(self.config, slot.provider, slot.model))
 
     def known(self, slot: Slot) -> Window:
@@ -155,8 +157,8 @@ class WindowFinder:
         stated = self.config.stated_window(slot)
         if stated is not None:
             return self._stated(slot, *stated)
-        if slot.provider == LOCAL_PROVIDER and not self._provider_base_url(slot):
-            return self._resolve(slot, ask_provider(self.config, slot.provider, slot.model))  # no network: its own
+        if self._runs_itself(slot):
+            return self._resolve(slot, ask_provider(self.config, slot.provider, slot.model))
         return self._resolve(slot, self._asked.peek(self.config, slot.provider, slot.model))
 
     def learn(self, slot: Slot, overflow: ContextOverflow | Overflow) -> Window:
@@ -180,7 +182,7 @@ class WindowFinder:
         """The tokenizer of `slot`'s model, asked over the wire, when its server has one and runs: the local
         server (once started), or a llama.cpp server found by `window`. Never asks anything to decide."""
         kind: TokenizerKind
-        if slot.provider == LOCAL_PROVIDER and not self._provider_base_url(slot):
+        if self._runs_itself(slot) and slot.provider == LOCAL_PROVIDER:
             base_url, kind, model = lifecycle.running_url(LOCAL_PROVIDER), "llama-cpp-python", LOCAL_MODEL
         else:
             said = self._asked.peek(self.config, slot.provider, slot.model)
@@ -202,9 +204,11 @@ class WindowFinder:
         with self._lock:
             return self._tokenizers.setdefault(key, ServerTokenizer(client, base_url, kind, model))
 
-    def _provider_base_url(self, slot: Slot) -> str | None:
+    def _runs_itself(self, slot: Slot) -> bool:
+        """Whether moa-chat runs `slot`'s provider itself (local, demo): it knows the window without asking
+        anyone, and the answer may change with the environment, so it is never kept."""
         spec = self.config.providers.get(slot.provider)
-        return spec.base_url if spec is not None else None
+        return spec is not None and not spec.base_url
 
     def _stated(self, slot: Slot, tokens: int, where: str) -> Window:
         learned = self._learned_for(slot)
