@@ -244,3 +244,12 @@ def test_a_database_from_before_model_facts_gains_them(tmp_path):
     store.model_facts.learn_window("local", "smollm2", LearnedWindow(2048, 2100, None, 1.0))
     assert store.model_facts.learned_window("local", "smollm2") == LearnedWindow(2048, 2100, None, 1.0)
     assert len(store.sessions()) == 1  # the conversations it held are all there
+
+
+def test_an_ollama_that_does_not_answer_leaves_the_window_unknown_saying_so(server):
+    config = config_for(server)
+    server.stop()
+    window = WindowFinder(config).window(Slot("ollama", "llama3.2"))
+    assert window == Window(
+        None, "unknown", f"unknown: Ollama does not answer at {server.base_url.removesuffix('/v1')}"
+    )

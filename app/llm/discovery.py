@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import Config, ConfigError
-from ..providers import MissingApiKeyError, resolve_endpoint
+from ..providers import MissingApiKeyError, ollama, resolve_endpoint
 from ..providers.local import DEFAULT_N_CTX, LOCAL_PROVIDER, N_CTX_ENV, context_size
 from .clients import get_cached_client
 from .exact_count import TokenizerKind, server_root
@@ -75,9 +75,13 @@ def ask_provider(config: Config, provider: str, model: str, *, timeout: float = 
         return ProviderWindow(None, f"not asked: {exc.env_var} is not set")
     except ConfigError as exc:
         return ProviderWindow(None, f"cannot ask {provider}: {exc.message}")
+    is_ollama = provider == OLLAMA or urlsplit(endpoint.base_url).port == OLLAMA_PORT
+    if is_ollama and provider == OLLAMA and ollama.installed_models(config, fresh=True) is None:
+        # Its list of models is asked without the SDK (ollama.py): an Ollama that is not running costs nothing.
+        return ProviderWindow(None, f"Ollama does not answer at {ollama.address(config)}", settled=False)
     client, _ = get_cached_client(provider, model, endpoint.base_url, endpoint.api_key, config=config)
     asking = client.with_options(timeout=timeout, max_retries=0)
-    if provider == OLLAMA or urlsplit(endpoint.base_url).port == OLLAMA_PORT:
+    if is_ollama:
         return _ollama(asking, endpoint.base_url, model)
     return _listed(asking, endpoint.base_url, model)
 

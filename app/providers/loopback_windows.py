@@ -16,8 +16,8 @@ window with that model's family's real error, and answer the metadata endpoints 
   `default_generation_settings.n_ctx` in `/props` (and only `n_ctx_train`, never the window, in `/v1/models`).
 - llama-cpp-python: prompt >= window; a stream gets 200, an empty event stream and the connection closed
   under it, another request 400 `context_length_exceeded`; tells nothing (the `local` provider knows its own).
-- ollama: never refuses (Ollama cuts the prompt's start off, silently); tells `context_length` in `/api/ps`
-  once the model is loaded, and a Modelfile's `num_ctx` in `/api/show`.
+- ollama: never refuses (Ollama cuts the prompt's start off, silently); lists its models in `/api/tags`, tells
+  `context_length` in `/api/ps` once the model is loaded, and a Modelfile's `num_ctx` in `/api/show`.
 
 `/extras/tokenize/count` (llama-cpp-python) and `/tokenize` (llama.cpp) count text with the same tokenizer.
 """
@@ -131,6 +131,9 @@ class ServedWindows:
             if llama:
                 settings = {"n_ctx": llama[0].tokens, "params": {"n_predict": -1, "temperature": 0.8}}
                 return {"default_generation_settings": settings, "total_slots": 1, "model_path": "/models/m.gguf"}
+        if route == "/api/tags":
+            pulled = [m for m, w in self.windows.items() if w.family == "ollama"]
+            return {"models": [{"name": m if ":" in m else f"{m}:latest", "model": m} for m in pulled]}
         if route == "/api/ps":
             loaded = [(m, w) for m, w in self.windows.items() if w.family == "ollama" and w.loaded]
             return {"models": [{"name": m, "model": m, "size": 1, "context_length": w.tokens} for m, w in loaded]}
