@@ -57,6 +57,18 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     from moa_chat.tui.app import MoAChatApp
 
     monkeypatch.setattr(MoAChatApp, "OLLAMA_RECHECK", None)
+    # Context windows a provider told an earlier test are not this one's (a port is reused); Ollama's default
+    # address is never asked, as above.
+    from moa_chat.llm import discovery, windows
+
+    def ask(config, provider, model):
+        spec = config.providers.get(provider)
+        if spec is not None and (spec.base_url or "").rstrip("/").endswith(":11434/v1"):
+            return discovery.ProviderWindow(None, "could not ask Ollama /api/ps: no Ollama in tests", settled=False)
+        return discovery.ask_provider(config, provider, model, timeout=discovery.DISCOVERY_TIMEOUT)
+
+    monkeypatch.setattr(windows, "ASKED", windows.AskedWindows(ask))
+    discovery.forget_model_lists()
     return home
 
 

@@ -15,14 +15,17 @@ from ..config import Config, Preset, Slot
 from ..providers import Readiness, choose_start, cycle_order, readiness
 from ..providers.ollama import installed_models, not_pulled
 from .exit_codes import EXIT_OK
+from .windows_report import SlotWindow, finder, slot_windows, window_lines
 
 
 def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
     models = installed_models(config)  # before readiness: a preset on an Ollama that did not answer cannot run
     default = choose_start(config).preset.name
     states = [readiness(config, preset) for preset in cycle_order(config)]
+    windows = slot_windows(config, (state.preset for state in states), finder(config))
     if as_json:
-        out.write(json.dumps([_as_dict(state, default) for state in states], indent=2) + "\n")
+        listed = [_as_dict(state, default, windows[state.preset.name]) for state in states]
+        out.write(json.dumps(listed, indent=2) + "\n")
         return EXIT_OK
     width = max(len(state.preset.name) for state in states)
     group = None
@@ -38,6 +41,8 @@ def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
         out.write(f"{mark} {name:<{width}}  {preset.description}{suffix}\n")
         out.write(f"  {'':<{width}}  references: {', '.join(map(_seats, preset.references))}\n")
         out.write(f"  {'':<{width}}  aggregator: {preset.aggregator.label}\n")
+        for number, window in enumerate(window_lines(windows[name])):
+            out.write(f"  {'':<{width}}  {'windows:' if number == 0 else '':<8} {window}\n")
         if not state.runnable:
             out.write(f"  {'':<{width}}  cannot run: {state.reason}\n")
         elif state.missing:
@@ -63,7 +68,7 @@ def _ollama_line(preset: Preset, models: tuple[str, ...] | None) -> str | None:
     return f"Ollama has: {', '.join(models)}{note} (use any: --reference ollama:NAME)"
 
 
-def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
+def _as_dict(state: Readiness, default: str, windows: list[SlotWindow]) -> dict[str, Any]:
     preset: Preset = state.preset
     return {
         "name": preset.name,
@@ -76,4 +81,5 @@ def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
         "missing_keys": sorted(set(state.missing.values())),
         "reason": state.reason,
         "problem": state.problem,
+        "windows": [seat.as_json() for seat in windows],
     }

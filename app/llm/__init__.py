@@ -10,6 +10,7 @@ from .call import call_llm, call_llm_request
 from .clients import get_cached_client as _get_cached_client  # noqa: F401 - looked up here, as above
 from .clients import load_sdk, sending, warm_up
 from .errors import (
+    ContextOverflow,
     CutOff,
     LLMCallError,
     TimedOut,
@@ -18,6 +19,7 @@ from .errors import (
     format_wait,
     is_transient,
     loaded_sdk,
+    overflow_in,
     retry_after,
 )
 from .messages import Message, StreamOptions, ToolSpec
@@ -29,6 +31,7 @@ from .usage import Usage
 __all__ = [
     "CallLLM",
     "ChatRequest",
+    "ContextOverflow",
     "CutOff",
     "LLMCallError",
     "Message",
@@ -52,6 +55,7 @@ __all__ = [
     "load_sdk",
     "loaded_sdk",
     "note_bytes",
+    "overflow_in",
     "retry_after",
     "sending",
     "stream_chunks",

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..providers import resolve_endpoint
-from .errors import LLMCallError, describe_call_error, is_transient, redact, retry_after
+from .errors import call_error
 from .messages import Message, StreamOptions, ToolSpec
 from .request import ChatRequest, Sampling, Timeout
 from .stream import is_complete_response
@@ -112,17 +112,7 @@ def call_llm_request(request: ChatRequest) -> object:
         sdk = client if max_retries is None else client.with_options(max_retries=max_retries)
         response: object = sdk.chat.completions.create(**body)
     except openai.OpenAIError as exc:
-        # A provider may echo the request's Authorization header or the key itself: never pass that on.
-        reason = redact(describe_call_error(exc, base_url=base_url, provider=provider), (api_key,))
-        raise LLMCallError(
-            reason,
-            provider=provider,
-            model=model,
-            task=task,
-            status=getattr(exc, "status_code", None),
-            transient=is_transient(exc),
-            retry_after=retry_after(exc),
-        ) from exc
+        raise call_error(exc, provider=provider, model=model, task=task, base_url=base_url, api_key=api_key) from exc
     if request.stream:
         return response
     return seam._validate_llm_response(response, task=task, provider=provider, model=model)

@@ -22,6 +22,7 @@ class SlotJson(TypedDict, total=False):
     extra_body: dict[str, object] | None
     enabled: bool
     samples: int
+    context_window: int | None
 
 
 class PresetJson(TypedDict, total=False):
@@ -49,6 +50,9 @@ class PresetJson(TypedDict, total=False):
     anonymous: bool
     max_cost_per_turn: float | None
     save_traces: bool | None
+    compact_model: SlotJson | None
+    compact_at: float
+    output_reserve: int
 
 
 class SummaryJson(TypedDict):

@@ -27,6 +27,7 @@ from ..llm.usage import Usage
 from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, damaged, default_path
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
+from .model_facts import ModelFacts
 
 TITLE_LENGTH = 60
 # A session's turns are its exchanges: the prompts on the conversation shown (the path to its head). A
@@ -130,6 +131,9 @@ class SessionStore:
         self.file = path or default_path()
         self._db = connect(self.file)
         self._lock = threading.RLock()
+        # Learned context windows and token calibrations, per model: the llm layer's WindowMemory and
+        # CalibrationMemory.
+        self.model_facts = ModelFacts(self.transaction)
 
     def close(self) -> None:
         with self._lock:
