@@ -27,6 +27,7 @@ from ..engine import CancelToken, threads
 from ..engine.clock import monotonic
 from ..llm import CallLLM, call_llm_request
 from ..llm.errors import redact
+from ..session.context import ContextKeeper
 from ..text.inert import inert
 from .auth import authorized, origin_refusal
 from .catalog import Catalog
@@ -86,6 +87,7 @@ class ApiServer:
         self.config, self.catalog, self.settings, self.call = config, catalog, settings, call
         self.out = out or sys.stdout
         self.cache = GuidanceCache()
+        self.context = ContextKeeper(None)  # the models' windows; what is learned of them, for this process
         self.secrets = provider_secrets(config)
         self.turns: set[_Live] = set()
         self.stopping = False
@@ -203,6 +205,7 @@ class ApiServer:
             self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
             call=self.call, on_end=saving(saver, self.config, preset, parsed.messages) if saver is not None else None,
             read_tools=self.settings.read_tools, traces=saver is not None and self.config.traces_for(preset),
+            budget=self.context.budget(self.config, preset),
         )  # fmt: skip
         try:
             if parsed.stream:

@@ -46,6 +46,11 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         _close(session)
         print(f"moa-chat: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    too_long = session.context.too_long(session.config, preset, content, files, ask=True)
+    if too_long:
+        _close(session)
+        print(f"moa-chat: error: not sent: {too_long}", file=sys.stderr)
+        return EXIT_USAGE
     over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
     if over:
         _close(session)

@@ -33,6 +33,7 @@ from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
 from .chat_tools import ChatTools
+from .context import ContextKeeper
 from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
 from .saving import TurnSaver, saved_messages
@@ -83,6 +84,8 @@ class ChatSession:
         self.store = store
         self.id: str | None = None  # the stored session, created with the first turn
         self.head_id: int | None = None  # the stored message the conversation continues from
+        # Each model's window, the conversation fitted to them, and its summary once compacted.
+        self.context = ContextKeeper(store)
 
     # ------------------------------------------------------------------ the stored conversation
 
@@ -94,6 +97,7 @@ class ChatSession:
         self.store.mark_interrupted(summary.id)
         self.messages, self.head_id = saved_messages(self.store, summary.id)
         self.id = summary.id
+        self.context.reload(summary.id, self.head_id)
         self.ledger = UsageLedger(c.record for t in self.store.turns(summary.id) for c in t.calls)
         if summary.preset in self.config.presets:
             self.preset = self.config.preset(summary.preset)
@@ -239,6 +243,7 @@ class ChatSession:
         starts = self.store.alternatives(self.id, self._last_prompt().id)
         self.store.set_head(self.id, self.store.latest_leaf(starts[target]))
         self.messages, self.head_id = saved_messages(self.store, self.id)
+        self.context.reload(self.id, self.head_id)
         return self.versions()
 
     def _has_prompt(self) -> bool:
@@ -283,6 +288,7 @@ class ChatSession:
             observer=saver if saver is not None else observer,
             tracer=saver.tracer if saver is not None else None,
             message_filter=model_filter(self.config),
+            budget=self.context.budget(self.config, preset),
         )
         plan = TurnPlan(
             preset,
@@ -301,8 +307,13 @@ class ChatSession:
                 seconds = round(clock.monotonic() - started, 3)
                 result = TurnResult(status=status, text="", error=error, seconds=seconds, references=())
             else:
-                loop = ToolLoop(env, plan, ChatTools(registry, self.approval))
+                tools = ChatTools(registry, self.approval)
+                stored = (self.id, self.head_id)
+                self.context.compact_if_due(env, preset, self.messages, stored, tools=tools.offered(), solo=solo)
+                loop = ToolLoop(env, plan, tools)
                 result = loop.run(self._for_models(preset))
+                if references is None:  # asked this turn, not a regeneration's stored answers
+                    self.context.note_answers(env.budget, preset, result.references)
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",
@@ -333,8 +344,9 @@ class ChatSession:
 
     def _for_models(self, preset: Preset) -> list[Message]:
         """The conversation as the models are sent it, starting with the system prompt: the session's (ask
-        --system), else the preset's, else the config's; sent first, never stored."""
-        conversation = for_models(self.messages)
+        --system), else the preset's, else the config's; sent first, never stored. A compacted conversation's
+        summary stands in for the exchanges it summarises."""
+        conversation = self.context.view(self.messages)
         prompt = self.system_prompt if self.system_prompt is not None else self.config.system_prompt_for(preset)
         if prompt and not (conversation and conversation[0]["role"] == "system"):
             conversation.insert(0, system(prompt))
@@ -349,6 +361,7 @@ class ChatSession:
             stored, head = saved_messages(self.store, self.id)
             if len(stored) != len(self.messages):
                 self.messages, self.head_id = stored, head
+                self.context.reload(self.id, head)
 
     def _start_servers(self, preset: Preset, env: TurnEnv, *, aggregator_only: bool) -> tuple[TurnStatus, str] | None:
         """Start the servers moa-chat runs itself for this turn's models (the local model) before the first
@@ -406,6 +419,7 @@ class ChatSession:
         self.messages = []
         self.ledger = UsageLedger()
         self.id = self.head_id = None
+        self.context.forget()
 
     def begin_close(self) -> None:
         """Start stopping what this session runs (its MCP servers) without waiting; close() waits."""

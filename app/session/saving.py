@@ -21,7 +21,7 @@ from typing import Any, cast
 from ..config import Preset
 from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
 from ..engine.env import Tracer
-from ..engine.events import Notice, Observer, TurnEvent, emit
+from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
 from ..llm.messages import Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
 from ..store.traces import TraceWriter
@@ -95,9 +95,9 @@ class TurnSaver:
             self._dirty = True
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
-        elif isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
+        elif isinstance(event, ReferenceFinished | AgreementChecked | CompactionEnded) and event.record is not None:
             reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
-            self.calls.append(StoredCall(event.record, event.text, reasoning))  # an agreement judge's call too
+            self.calls.append(StoredCall(event.record, event.text, reasoning))  # a judge's or a compaction's too
         elif isinstance(event, AggregatorFinished):
             self.calls.append(StoredCall(event.record, reasoning=event.reasoning))
             if self._rounds and self._rounds[-1]:

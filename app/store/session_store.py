@@ -28,6 +28,7 @@ from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, damaged, default_path
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 from .model_facts import ModelFacts
+from .summaries import Summaries
 
 TITLE_LENGTH = 60
 # A session's turns are its exchanges: the prompts on the conversation shown (the path to its head). A
@@ -134,6 +135,7 @@ class SessionStore:
         # Learned context windows and token calibrations, per model: the llm layer's WindowMemory and
         # CalibrationMemory.
         self.model_facts = ModelFacts(self.transaction)
+        self.summaries = Summaries(self.transaction)
 
     def close(self) -> None:
         with self._lock:
@@ -525,6 +527,8 @@ def _call(row: sqlite3.Row) -> StoredCall:
         error=row["error"],
         layer=row["layer"],
         cost=row["cost"],
+        sent_tokens=row["sent_tokens"],
+        window=row["context_window"],
     )
     return StoredCall(record, row["text"], row["reasoning"] or "")
 
@@ -533,8 +537,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
     record, usage = call.record, call.record.usage
     db.execute(
         "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning,"
+        " sent_tokens, context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             record.role,
@@ -553,6 +557,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
             record.finish_reason,
             record.cost,
             clean(call.reasoning) or None,
+            record.sent_tokens,
+            record.window,
         ),
     )
 
