@@ -74,7 +74,6 @@ def run(exchanges: int, window: int) -> dict[str, Any]:
     assert server.stdout is not None
     base_url = json.loads(server.stdout.readline())["base_url"]
     from harness import write_config
-
     from moa_chat.config import load_config
     from moa_chat.engine.events import CompactionEnded, CompactionStarted
     from moa_chat.session import ChatSession
