@@ -22,6 +22,7 @@ from textual.widget import Widget
 from ..engine import CancelToken, ReplyRestarted
 from ..engine.panel import panel
 from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
+from ..session.reply_parts import ReplyEnding, panel_answers
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
@@ -260,7 +261,7 @@ class TurnRunner:
         self._stop_ticking()
         reply = self.reply
         if reply is not None:
-            await reply.finish(result, tokens=result.usage.total_tokens)
+            await reply.finish(ReplyEnding.of_turn(result), text=result.text, panel=panel_answers(result.references))
             reply.show_version(*self.session.versions())
         # The card names its model already: show only the reason.
         reason = result.error.split(" failed: ", 1)[-1] if result.error else None
