@@ -12,6 +12,7 @@ from moa_chat.session.reply_parts import ReplyEnding
 from moa_chat.tui import reply_pacer
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
+from moa_chat.tui.turn_runner import TurnPhase
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.prompt_input import PromptInput
@@ -395,19 +396,18 @@ async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_confi
     llm_server.script("agg", lambda body: Reply(text=text))  # all at once: far more than the first batch
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 40)) as pilot:
-        frames: list[tuple[bool, bool]] = []  # (the turn is running, the prompt looks busy) at each frame
+        frames: list[tuple[TurnPhase, bool]] = []  # (the turn's phase, the prompt looks busy) at each frame
 
         def painted(renderable) -> None:
             if renderable is not None and not in_batch_update(app):
-                frames.append((app.chat.turn_running, app.query_one(PromptInput).has_class("-busy")))
+                frames.append((app.chat.runner.phase, app.query_one(PromptInput).has_class("-busy")))
 
         on_frame(app, painted)
-        drained = []
-        app.chat.watch(app.chat, "turn_running", lambda running: drained.append(app.chat._shown_before_end))
         await _turn(pilot, "question 1")
-        assert drained[-1], "the reply should have been drained"
-        ended = next(n for n, (running, _) in enumerate(frames) if n and frames[n - 1][0] and not running)
-        assert frames[ended] == (False, False), frames[ended - 2 : ended + 2]
+        idle = TurnPhase.IDLE
+        ended = next(n for n, (phase, _) in enumerate(frames) if n and frames[n - 1][0] is not idle and phase is idle)
+        assert frames[ended - 1][0] is TurnPhase.DRAINING, "the reply should have been drained"
+        assert frames[ended] == (idle, False), frames[ended - 2 : ended + 2]
 
 
 def _reply(body: dict) -> Reply:
