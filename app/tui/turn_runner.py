@@ -114,7 +114,7 @@ class TurnRunner:
 
     def dispatch(self, request: TurnRequest) -> None:
         """Run `request` on the turn's worker: the phase is running from here on. The caller shows it, then
-        `stands_aside` before it does any work of its own for the turn. What the worker reports is held back
+        calls `stand_aside` before it does any work of its own for the turn. What the worker reports is held back
         until the reply is up (`show_reply`)."""
         preset = self.session.preset
         seats = len(panel(preset))
