@@ -24,6 +24,7 @@ from textual.widgets import Static
 from ...config import Preset
 from ...session import Exchange
 from ...session.attachments import describe, split_attachments
+from ...session.reply_parts import stored_reply
 from ...text.inert import inert
 from .reply import AssistantReply
 from .rows import repeated_line
@@ -225,7 +226,7 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
     if exchange.prompt is not None:
         widgets.append(UserMessage(exchange.prompt))
     if exchange.reply or exchange.turn is not None:
-        widgets.append(AssistantReply.saved(exchange.reply, exchange.turn))
+        widgets.append(AssistantReply.drawn(stored_reply(exchange.reply, exchange.turn)))
     return widgets
 
 
