@@ -114,14 +114,15 @@ def test_a_reopened_session_sends_the_same_summary(home, windowed):
     converse(session, 24)
     summary = session.context.summary
     assert summary is not None
-    sent_before = windowed.requests_for("agg")[-1].messages
     reopened = session_on(home, windowed)
     reopened.open(session.id)
     assert reopened.context.summary == summary
+    # What the models would be sent next: the same summary and the same exchanges after it.
+    assert reopened.context.view(reopened.messages) == session.context.view(session.messages)
+    assert reopened.context.view(reopened.messages)[0] == summary.message()
     converse(reopened, 1)
-    sent_after = windowed.requests_for("agg")[-1].messages
-    summarised = [m for m in sent_after if str(m.get("content", "")).startswith(SUMMARY_HEADER)]
-    assert summarised and summarised == [m for m in sent_before if str(m.get("content", "")).startswith(SUMMARY_HEADER)]
+    sent = windowed.requests_for("agg")[-1].messages
+    assert any(str(m.get("content", "")).startswith(SUMMARY_HEADER) for m in sent)
 
 
 def test_a_window_nobody_states_is_learned_from_the_first_overflow(home, silent):

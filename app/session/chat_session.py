@@ -21,7 +21,8 @@ from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_pre
 from ..config.pricing import format_cost
 from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
 from ..engine.cost import estimate_turn
-from ..engine.events import Notice, Observer, emit
+from ..engine.env import Tracer
+from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
 from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, call_llm_request, describe_error
@@ -33,6 +34,7 @@ from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
 from .chat_tools import ChatTools
+from .compaction import CompactionFailed
 from .context import ContextKeeper
 from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
@@ -281,15 +283,7 @@ class ChatSession:
         if shown is not None:
             observer = shown  # the front end sees redacted text; the saver below keeps it as it was
         saver = self._begin_saving(kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id)
-        env = TurnEnv(
-            self.config,
-            call=self._call,
-            cancel=cancel,
-            observer=saver if saver is not None else observer,
-            tracer=saver.tracer if saver is not None else None,
-            message_filter=model_filter(self.config),
-            budget=self.context.budget(self.config, preset),
-        )
+        env = self._env(preset, cancel, saver if saver is not None else observer, saver.tracer if saver else None)
         plan = TurnPlan(
             preset,
             solo=solo,
@@ -341,6 +335,25 @@ class ChatSession:
                 references=tuple(scrubbed_event(r, display) for r in result.references),
             )
         return result
+
+    def _env(
+        self, preset: Preset, cancel: CancelToken, observer: Observer | None, tracer: Tracer | None = None
+    ) -> TurnEnv:
+        """A turn's environment on `preset`: the session's CallLLM, the models' windows, the privacy filter."""
+        budget = self.context.budget(self.config, preset)
+        filtered = model_filter(self.config)
+        return TurnEnv(self.config, self._call, cancel, observer, tracer, filtered, budget=budget)
+
+    def compact(self, cancel: CancelToken | None = None) -> CompactionEnded | None:
+        """Compact the conversation now (the chat's "Compact now"): how it ended (its error says why it did
+        not), or None when no exchange is left to summarise. Blocks: a worker thread's."""
+        events: list[TurnEvent] = []
+        env = self._env(self.preset, cancel or CancelToken(), events.append)
+        with contextlib.suppress(CompactionFailed):  # its CompactionEnded says why
+            if self._start_servers(self.preset, env, aggregator_only=True) is None:
+                self.context.compact(env, self.preset, self.messages, (self.id, self.head_id))
+        self.ledger.extend(env.ledger.records)
+        return next((e for e in events if isinstance(e, CompactionEnded)), None)
 
     def _for_models(self, preset: Preset) -> list[Message]:
         """The conversation as the models are sent it, starting with the system prompt: the session's (ask

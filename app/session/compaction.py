@@ -15,7 +15,7 @@ fitted to the windows by leaving the oldest exchanges out (engine/fitting.py).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..config import Preset, Slot
@@ -29,7 +29,7 @@ from ..engine.panel import Seat
 from ..engine.reading import Reading
 from ..llm import describe_error
 from ..llm.messages import Message, ToolSpec, system, user
-from ..prompts import COMPACT_EARLIER, COMPACT_EXCHANGES, COMPACT_PROMPT, SUMMARY_HEADER, message_text
+from ..prompts import ADVISOR_PROMPT, COMPACT_EARLIER, COMPACT_EXCHANGES, COMPACT_PROMPT, SUMMARY_HEADER, message_text
 from ..text.wording import plural
 from .history import for_models
 
@@ -88,6 +88,16 @@ class Fill:
         return f"ctx {_k(self.tokens)}/{_k(self.window)} {self.label}"
 
 
+def latest_fill(records: Iterable[CallRecord]) -> Fill | None:
+    """The fullest window among what the latest call to each model sent (the header's `ctx`; None: no call
+    said, or no window is known)."""
+    latest: dict[str, Fill] = {}
+    for record in records:
+        if record.sent_tokens is not None and record.window and record.role != "compaction":
+            latest[record.label.split(" #")[0]] = Fill(record.sent_tokens, record.window, record.label.split(" #")[0])
+    return max(latest.values(), key=lambda fill: fill.share, default=None)
+
+
 def _k(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
@@ -101,14 +111,17 @@ def slots_of(preset: Preset) -> list[Slot]:
 
 
 def tightest(budget: ContextBudget, preset: Preset, messages: Sequence[Message], beside: int = 0) -> Fill | None:
-    """The fullest window among `preset`'s models, were `messages` sent to each, the aggregator's with `beside`
-    tokens more (the references' answers, the tools offered) (None: no window is known)."""
+    """The fullest window among `preset`'s models, were `messages` sent to each: the aggregator's with `beside`
+    tokens more (the references' answers, the tools offered), a reference's with its advisor prompt (None: no
+    window is known)."""
     fullest: Fill | None = None
+    advisor = system(ADVISOR_PROMPT)
     for slot in slots_of(preset):
         window = budget.window(slot).tokens
         if window is None:
             continue
-        fill = Fill(budget.request(slot, messages) + (beside if slot == preset.aggregator else 0), window, slot.label)
+        extra = beside if slot == preset.aggregator else budget.message(slot, advisor)
+        fill = Fill(budget.request(slot, messages) + extra, window, slot.label)
         if fullest is None or fill.share > fullest.share:
             fullest = fill
     return fullest
@@ -230,7 +243,7 @@ class Compactor:
         chunks: list[list[Message]] = [[]]
         used = 0
         for message in messages:
-            tokens = self.budget.message(slot, _line(message))
+            tokens = self.budget.message(slot, message)  # as it stands in the conversation: counted already
             if chunks[-1] and used + tokens > room - overhead:
                 chunks.append([])
                 used = 0
@@ -247,10 +260,6 @@ def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
             groups.append([])
         groups[-1].append(message)
     return groups
-
-
-def _line(message: Message) -> Message:
-    return user(_transcript([message]))
 
 
 def _transcript(messages: Sequence[Message]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ..config import Config, Preset
 from ..engine import ReferenceFinished, TurnEnv
 from ..engine.budget import ContextBudget
+from ..engine.guidance import guidance_message
 from ..llm.facts import PROCESS_FACTS
 from ..llm.messages import Message, ToolSpec, user
 from ..llm.tokens import TokenCounter
@@ -99,10 +100,11 @@ class ContextKeeper:
         self.summary, self._guidance = None, None
 
     def note_answers(self, budget: ContextBudget | None, preset: Preset, answers: Sequence[ReferenceFinished]) -> None:
-        """What a turn's reference answers took in the aggregator's request: the room the next turn keeps them."""
-        texts = [answer.text for answer in answers if answer.status == "ok"]
-        if budget is not None and texts:
-            self._guidance = sum(budget.text(preset.aggregator, text) for text in texts)
+        """What a turn's reference answers took in the aggregator's request (the guidance, its words around them
+        too): the room the next turn keeps them."""
+        shown = [answer for answer in answers if answer.record.layer == max(a.record.layer for a in answers)]
+        if budget is not None and shown:
+            self._guidance = budget.message(preset.aggregator, guidance_message(shown, anonymous=preset.anonymous))
 
     def compact_if_due(
         self,
@@ -148,10 +150,13 @@ class ContextKeeper:
             with contextlib.suppress(StoreError, sqlite3.Error):  # kept for this process all the same
                 path = self._store.path(session_id, head_id)
                 if len(path) >= summary.covers > 0:
+                    # Made before the pending prompt (the turn's), or after the conversation (Compact now).
+                    after = path[-2].id if pending and len(path) > 1 else path[-1].id
                     self._store.summaries.add(
                         session_id,
                         path[summary.covers - 1].id,
                         summary.text,
+                        after_message_id=after,
                         exchanges=summary.exchanges,
                         tokens_before=summary.tokens_before,
                         tokens_after=summary.tokens_after,

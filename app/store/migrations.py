@@ -148,13 +148,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 9: a long conversation's summaries (compaction): each stands, for the models, for the conversation up to
-    # and including one message, so a reopened session sends what it sent before; the whole history stays. And
+    # and including one message, so a reopened session sends what it sent before (and was made after another,
+    # where the log shows it); the whole history stays. And
     # what each call sent, as counted before sending, beside its model's window then.
     """
     CREATE TABLE summaries (
         id INTEGER PRIMARY KEY,
         session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
         upto_message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        after_message_id INTEGER REFERENCES messages (id) ON DELETE SET NULL,
         text TEXT NOT NULL,
         exchanges INTEGER NOT NULL,
         tokens_before INTEGER NOT NULL,

@@ -21,6 +21,7 @@ Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
 class StoredSummary:
     id: int
     upto_message_id: int  # the last message it stands for
+    after_message_id: int | None  # the last message of the conversation when it was made (where the log shows it)
     text: str
     exchanges: int  # how many exchanges it stands for, those of the summaries it folded in included
     tokens_before: int  # what those exchanges took in a request (the tightest model's count)
@@ -39,6 +40,7 @@ class Summaries:
         upto_message_id: int,
         text: str,
         *,
+        after_message_id: int | None,
         exchanges: int,
         tokens_before: int,
         tokens_after: int,
@@ -47,13 +49,25 @@ class Summaries:
         created = time.time()
         with self._connection() as db:
             cursor = db.execute(
-                "INSERT INTO summaries (session_id, upto_message_id, text, exchanges, tokens_before, tokens_after,"
-                " model, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, upto_message_id, text, exchanges, tokens_before, tokens_after, model, created),
+                "INSERT INTO summaries (session_id, upto_message_id, after_message_id, text, exchanges, tokens_before,"
+                " tokens_after, model, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    upto_message_id,
+                    after_message_id,
+                    text,
+                    exchanges,
+                    tokens_before,
+                    tokens_after,
+                    model,
+                    created,
+                ),
             )
             row_id = cursor.lastrowid
         assert row_id is not None
-        return StoredSummary(row_id, upto_message_id, text, exchanges, tokens_before, tokens_after, model, created)
+        return StoredSummary(
+            row_id, upto_message_id, after_message_id, text, exchanges, tokens_before, tokens_after, model, created
+        )
 
     def of_session(self, session_id: str) -> list[StoredSummary]:
         """Every summary of the session, oldest first."""
@@ -77,6 +91,7 @@ def _summary(row: sqlite3.Row) -> StoredSummary:
     return StoredSummary(
         id=row["id"],
         upto_message_id=row["upto_message_id"],
+        after_message_id=row["after_message_id"],
         text=row["text"],
         exchanges=row["exchanges"],
         tokens_before=row["tokens_before"],

@@ -21,11 +21,14 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from ..engine import CancelToken, ReplyRestarted
+from ..engine.events import CompactionEnded, CompactionStarted
 from ..engine.panel import panel
 from ..session import ChatSession, Notice, Observer, ServerStart, ToolCallEvent, TurnEvent, TurnResult
 from ..session.reply_parts import ReplyEnding, panel_answers
+from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnFinished
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
+from .widgets.compaction_marker import CompactionMarker
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
 
@@ -198,10 +201,26 @@ class TurnRunner:
         elif isinstance(event, ReplyRestarted):
             if reply is not None:
                 await reply.restart(event.reason)
+        elif isinstance(event, CompactionStarted):
+            if (waiting := self._waiting(reply)) is not None:
+                waiting.set_status(f"summarising {plural(event.exchanges, 'earlier exchange')}…")
+        elif isinstance(event, CompactionEnded):
+            await self._compacted(event, log)
         elif isinstance(event, PanelEvent):
             sidebar.apply(event)
             if reply is not None:
                 reply.panel_event(event)
+
+    async def _compacted(self, event: CompactionEnded, log: ChatLog) -> None:
+        """A compaction before this turn's requests: its marker goes above the turn's prompt (it stands for
+        what came before); one that failed says why, the conversation as it was."""
+        if (waiting := self._waiting(self.reply)) is not None:
+            waiting.show_consulting()
+        if event.error is not None:
+            notice = NoticeLine(f"The conversation was not compacted: {event.error}. It is as it was.", "warning")
+            await log.mount(notice, before=log.last_prompt())
+            return
+        await log.mount(CompactionMarker(event), before=log.last_prompt())
 
     async def append_text(self, message: ReplyText) -> None:
         text = message.text

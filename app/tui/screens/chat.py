@@ -25,6 +25,7 @@ from ...session.attachments import AttachmentError, attach, mentioned_files, rea
 from ...text.wording import plural
 from ..bindings import CHAT_BINDINGS, footer_bindings, footer_ids
 from ..bridge import CoreEvent, ReplyText, TurnFinished
+from ..context_actions import compact_now, open_summary, refused
 from ..host import ChatHost
 from ..keys import key_texts
 from ..last_reply import copy_code, copy_reply, show_panel, show_side_by_side
@@ -32,6 +33,7 @@ from ..preset_choices import PresetChoices
 from ..tab_order import TabOrder
 from ..turn_runner import Edit, Rerun, Send, TurnPhase, TurnRequest, TurnRunner
 from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
+from ..widgets.compaction_marker import CompactionMarker
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
@@ -264,6 +266,8 @@ class ChatScreen(TabOrder):
         except AttachmentError as exc:
             self.notify(str(exc), title="Not sent", severity="error")  # the prompt stays in the box
             return
+        if refused(self, self.session, content, files):  # no window of the preset's models can hold it
+            return
         solo, self._solo_next = self._solo_next, False
         typed = event.text
 
@@ -281,6 +285,16 @@ class ChatScreen(TabOrder):
             self.app.push_screen(ConfirmScreen("Over the cost limit", question), send)
             return
         await send()
+
+    def action_compact(self) -> None:
+        """Ctrl+L: summarise the conversation's earlier exchanges now."""
+        if self.turn_running:
+            self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
+            return
+        compact_now(self, self.session, self.chat_log)
+
+    def on_compaction_marker_opened(self, event: CompactionMarker.Opened) -> None:
+        open_summary(self, event.marker)
 
     def action_send_solo(self) -> None:
         """Ctrl+T: send what is in the prompt to the aggregator alone."""

@@ -22,10 +22,12 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...config import Preset
+from ...engine.events import CompactionEnded
 from ...session import Exchange
 from ...session.attachments import describe, split_attachments
 from ...session.reply_parts import stored_reply
 from ...text.inert import inert
+from .compaction_marker import CompactionMarker
 from .reply import AssistantReply
 from .rows import repeated_line
 
@@ -227,6 +229,9 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
         widgets.append(UserMessage(exchange.prompt))
     if exchange.reply or exchange.turn is not None:
         widgets.append(AssistantReply.drawn(stored_reply(exchange.reply, exchange.turn)))
+    if (kept := exchange.summary) is not None:
+        compacted = CompactionEnded(kept.exchanges, kept.tokens_before, kept.tokens_after, kept.text)
+        widgets.append(CompactionMarker(compacted))
     return widgets
 
 

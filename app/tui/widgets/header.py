@@ -12,6 +12,10 @@ it cost: `sessions`, the export and `ask` say the same. With no price at all not
 "cost n/a" would say the same thing on every screen to everyone who uses unpriced models. The demo's
 simulated models are no model at all, so their "$0" is left out: it would compare nothing with nothing.
 
+Before them, once a call has said what it sent beside its model's known window, the fullest window: "ctx
+6.1k/8.2k local:smollm2", marked once it passes the preset's `compact_at` (docs/context.md); it is the first
+to give way on a narrow screen.
+
 The tokens are those the providers reported. When calls were made and none reported any (llama.cpp's server
 sends no usage in a stream), the header says "tokens n/a": a "0 tokens" would claim the turn used none.
 """
@@ -25,6 +29,7 @@ from ...config import Config, Preset
 from ...config.pricing import cost_label
 from ...providers import readiness
 from ...session import UsageLedger
+from ...session.compaction import Fill, latest_fill
 from ...text.inert import inert
 
 GAP = 2  # columns between the left part and the totals, at least
@@ -38,6 +43,7 @@ class StatusHeader(Widget):
         self.tokens: int | None = 0  # None: calls were made, and no provider reported tokens
         self.cost: float | None = None  # dollars: the sum of what is known
         self.cost_complete = True  # every call that used tokens had a price
+        self.fill: Fill | None = None  # the fullest window of the latest calls (None: none known)
 
     def _needs(self) -> str | None:
         config = getattr(self.app, "config", None)
@@ -50,12 +56,20 @@ class StatusHeader(Widget):
             return None
         return cost_label(self.cost, complete=self.cost_complete)
 
-    def _right(self) -> Content:
+    def _window_fill(self) -> list[tuple[str, str]]:
+        """ "ctx 6.1k/8.2k local:smollm2 · ": the fullest window, marked once it passes the preset's compact_at."""
+        if self.fill is None:
+            return []
+        style = "bold $text-warning" if self.fill.share > self.preset.compact_at else "$text-muted"
+        return [(self.fill.line, style), (" · ", "$text-muted")]
+
+    def _right(self, context: bool = True) -> Content:
+        parts: list[tuple[str, str]] = self._window_fill() if context else []
         if self.tokens is None:
-            parts = [("tokens ", "$text-muted"), ("n/a", "bold")]
+            parts += [("tokens ", "$text-muted"), ("n/a", "bold")]
         else:
             noun = "token" if self.tokens == 1 else "tokens"
-            parts = [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
+            parts += [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
         cost = self.cost_text()
         if cost is not None:
             parts += [(" · ", "$text-muted"), (cost, "bold")]
@@ -85,9 +99,11 @@ class StatusHeader(Widget):
 
     def render(self) -> Content:
         width = max(0, self.outer_size.width - self.styles.gutter.width)  # not content_size: see ReferenceCard
-        right = self._right()
-        room = width - right.cell_length - GAP
         lefts = self._lefts(self._needs())
+        right = self._right()
+        if lefts[-1].cell_length + right.cell_length + GAP > width:  # the window's fill gives way first
+            right = self._right(context=False)
+        room = width - right.cell_length - GAP
         left = next((candidate for candidate in lefts if candidate.cell_length <= room), None)
         if left is None:
             left = lefts[-1].truncate(max(room, len(self.preset.name)), ellipsis=True)
@@ -105,4 +121,5 @@ class StatusHeader(Widget):
             self.cost_complete = ledger.cost_complete()
             reported = any(r.usage is not None for r in records) or not records
             self.tokens = ledger.usage().total_tokens if reported else None
+            self.fill = latest_fill(records)
         self.refresh()
