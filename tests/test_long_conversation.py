@@ -206,3 +206,26 @@ def test_the_new_users_big_file_on_the_local_model_is_refused_naming_the_window(
     assert error.startswith("moa-chat: error: not sent: the prompt is about ")
     assert "big.txt: about " in error and "context window is 8,192 tokens" in error
     assert "connection" not in result.stderr.lower() and "Starting the local model" not in result.stderr
+
+
+def test_the_api_answers_a_conversation_no_window_can_hold_with_a_400(home, windowed):
+    """`moa-chat api` owns no conversation, so it never compacts one: a conversation longer than the aggregator's
+    window, even with its earlier exchanges left out, is a 400 in OpenAI's shape, with the numbers."""
+    import openai
+    from api_helpers import client, start_api
+
+    write_config(home, CONFIG.format(base_url=windowed.base_url, max_tokens=MAX_TOKENS))
+    api = start_api(home)
+    try:
+        huge = [{"role": "user", "content": SENTENCE * 300}]
+        with pytest.raises(openai.BadRequestError) as refused:
+            client(api).chat.completions.create(model="long", messages=huge)
+        error = refused.value.body
+        assert error["code"] == "context_length_exceeded" and error["param"] == "messages"
+        assert "wire:agg" in error["message"] and f"window of {WINDOW:,} tokens" in error["message"]
+        assert not [r for r in windowed.requests if r.path.endswith("/chat/completions")]  # nothing was sent
+        # A conversation that fits is answered, its requests fitted; the moa_chat field says what was fitted.
+        answer = client(api).chat.completions.create(model="long", messages=[{"role": "user", "content": "Hi?"}])
+        assert answer.choices[0].message.content and answer.model_extra["moa_chat"]["fitted"] == []
+    finally:
+        api.stop()
