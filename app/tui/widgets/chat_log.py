@@ -27,9 +27,9 @@ from ...session import Exchange
 from ...session.attachments import describe, split_attachments
 from ...session.reply_parts import stored_reply
 from ...text.inert import inert
+from ..drawing.rows import repeated_line
 from .compaction_marker import CompactionMarker
 from .reply import AssistantReply
-from .rows import repeated_line
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up

@@ -28,11 +28,11 @@ from ...session import ToolCallEvent
 from ...session.reply_parts import CutVersion, PanelAnswer, ReplyEnding, ReplyPart, ReplyParts, Thought
 from ...text.inert import inert
 from ...text.wording import plural
+from ..drawing.rows import repeated_line
 from ..reply_pacer import ReplyPacer
+from ..reply_status import WaitingStatus, consulting
 from . import thinking
-from .reply_status import WaitingStatus, consulting
 from .reply_versions import RestartNote
-from .rows import repeated_line
 from .thinking import ThinkingBlock
 from .tool_block import ToolBlock
 
