@@ -69,7 +69,7 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
     def compose(self) -> ComposeResult:
         yield from self._widgets(self.preset)
 
-    def _widgets(self, preset: Preset) -> list:
+    def _widgets(self, preset: Preset) -> list[Widget]:
         # A card whose provider has no key says so before the first turn, not only when it fails.
         config = getattr(self.app, "config", None)
         missing = missing_keys(config, preset) if isinstance(config, Config) else {}
