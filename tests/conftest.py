@@ -118,6 +118,17 @@ def wire_config(home: Path, llm_server: ScriptedServer):
 
 
 @pytest.fixture
+def api(home: Path, llm_server: ScriptedServer):
+    """`moa-chat api` as a real process on a free port, its `wire` presets on the scripted server."""
+    from api_helpers import configure, start_api
+
+    configure(home, llm_server)
+    server = start_api(home)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every duration moa-chat shows comes from moa_chat.engine.clock: frozen, they all read 0.0s."""
     monkeypatch.setattr("moa_chat.engine.clock.monotonic", lambda: 1000.0)

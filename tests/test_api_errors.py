@@ -10,24 +10,13 @@ import socket
 import stat
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import openai
 import pytest
 from api_helpers import QUESTION, ApiProcess, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply
-from scripted_server import ScriptedServer
 
 WAIT = 30.0
-
-
-@pytest.fixture
-def api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
-    configure(home, llm_server)
-    server = start_api(home)
-    yield server
-    server.stop()
 
 
 def post(api: ApiProcess, body: bytes, headers: dict[str, str], method: str = "POST") -> tuple[int, dict, dict]:
