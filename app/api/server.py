@@ -27,7 +27,9 @@ from ..engine import CancelToken, threads
 from ..engine.clock import monotonic
 from ..llm import CallLLM, call_llm_request
 from ..llm.errors import redact
-from ..text.inert import inert
+from ..text import bounded_json
+from ..text.bounded_json import JsonLimitError
+from ..text.inert import inert, inert_json
 from .auth import authorized, origin_refusal
 from .catalog import Catalog
 from .guidance_cache import GuidanceCache
@@ -223,9 +225,14 @@ class ApiServer:
                 413, f"the request body is over {self.settings.max_body:,} bytes", code="request_too_large"
             ) from None
         try:
-            return json.loads(raw)
+            # Off the loop: a body near the cap takes a few hundred milliseconds to read and check.
+            return await asyncio.to_thread(bounded_json.loads, raw)
+        except JsonLimitError as exc:
+            raise ApiError(400, str(exc), param=exc.field or None, code="invalid_value") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ApiError(400, f"the request body is not JSON: {exc}", code="invalid_json") from None
+        except ValueError as exc:  # an integer too long for Python to read
+            raise ApiError(400, f"the request body cannot be read: {exc}", code="invalid_json") from None
 
     async def _whole(
         self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note
@@ -366,4 +373,4 @@ def _finish(outcome: Outcome) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return inert_json(value, ensure_ascii=False)  # C1 controls (U+009B: a terminal's CSI) escaped as \u009b

@@ -9,6 +9,7 @@ reported as the config's are: file, line and key.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 from ..config.checks import parse_yaml
 from ..config.model import ConfigError, did_you_mean
 from ..config.yaml_positions import PositionedDict, PositionedList
+from ..text.bounded_json import JsonLimitError, loads
 from .checks import LETTERS, Check, Choice, Contains, Expected, Number, Regex
 
 TASK_KEYS = (
@@ -137,9 +139,14 @@ def _jsonl(text: str, path: Path) -> list[tuple[object, int]]:
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         try:
-            items.append((json.loads(line), number))
+            items.append((loads(line), number))
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"invalid JSON at column {exc.colno}: {exc.msg}", path=path, line=number) from exc
+        except JsonLimitError as exc:
+            field = exc.shorten(exc.field) or "the task"
+            raise TaskFileError(f"{field}: {exc.problem}", path=path, line=number) from exc
+        except ValueError as exc:  # an integer too long to read
+            raise TaskFileError(f"invalid JSON: {exc}", path=path, line=number) from exc
     return items
 
 
@@ -252,9 +259,16 @@ def _check(raw: dict[Any, Any], key: str | None, fail: Any) -> Check | None:
         raise fail(key, "expected a number")
     try:
         number = float(str(value).replace(",", ""))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise fail(key, f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise fail(key, f"expected a finite number, got {value!r}: no answer can be within a tolerance of it")
     tolerance = raw.get("tolerance", 1e-6)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
-        raise fail("tolerance", "expected a number ≥ 0")
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, int | float)
+        or not math.isfinite(tolerance)
+        or tolerance < 0
+    ):
+        raise fail("tolerance", f"expected a number ≥ 0, not {tolerance!r}")
     return Number(number, float(tolerance))
