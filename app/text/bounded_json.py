@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 MAX_DEPTH = 64  # levels of objects and arrays: a chat request or a task uses a handful, a JSON schema a dozen
@@ -65,7 +66,7 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> object:
 
 
 # Where a value sits, as a chain from the innermost key (or index) out: built into a name only for an error.
-_Trail = tuple[str | int, "_Trail"] | None
+_Trail = tuple[object, "_Trail"] | None
 
 
 def _check(value: object, max_depth: int) -> None:
@@ -73,18 +74,18 @@ def _check(value: object, max_depth: int) -> None:
     pending: list[tuple[object, int, _Trail]] = [(value, 0, None)]
     while pending:
         current, depth, trail = pending.pop()
-        if current.__class__ is _NonFinite:
-            assert isinstance(current, _NonFinite)
+        if isinstance(current, _NonFinite):
             raise JsonLimitError(_name(trail), f"{current.written} is not a number JSON allows; give a finite number")
         if depth == max_depth:
             raise JsonLimitError(_name(trail), f"nested more than {max_depth} levels deep")
-        items = current.items() if isinstance(current, dict) else enumerate(current)  # type: ignore[call-overload]
+        assert isinstance(current, dict | list)
+        items: Iterable[tuple[object, object]] = current.items() if isinstance(current, dict) else enumerate(current)
         inner = [(child, depth + 1, (key, trail)) for key, child in items if child.__class__ in _LOOKED]
         pending += reversed(inner)  # document order: the first problem written is the one named
 
 
 def _name(trail: _Trail) -> str:
-    parts: list[str | int] = []
+    parts: list[object] = []
     while trail is not None:
         parts.append(trail[0])
         trail = trail[1]
@@ -120,8 +121,8 @@ def _deep_field(text: str, max_depth: int) -> str:
     return _written(path)
 
 
-def _written(path: list[str | int]) -> str:
+def _written(path: Sequence[object]) -> str:
     field = ""
     for part in path:
-        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else part)
+        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
     return field
