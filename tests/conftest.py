@@ -5,8 +5,10 @@ import os
 # Before Textual is imported anywhere: no animations, so spinners and scrolling are deterministic.
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
+import subprocess
+import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,21 @@ moa:
         model: agg
 {extra}
 """
+
+
+def run_moa(
+    *args: str, cwd: Path | None = None, before: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`moa-chat ARGS` as a process of its own (in `cwd`; `before` runs in the child before it starts)."""
+    return subprocess.run(
+        [sys.executable, "-m", "moa_chat", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+        cwd=cwd,
+        preexec_fn=before,
+    )
 
 
 def write_config(home: Path, text: str) -> Path:

@@ -6,17 +6,14 @@ traceback, a hang or unbounded memory (the processes here run under a 1 GB addre
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
-import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from api_helpers import ApiProcess
-from conftest import WIRE_CONFIG, write_config
+from conftest import WIRE_CONFIG, run_moa, write_config
 
 ONE_GB = 1 << 30
 
@@ -25,17 +22,9 @@ def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ONE_GB, ONE_GB))
 
 
-def moa(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def moa(*args: str) -> subprocess.CompletedProcess[str]:
     """moa-chat with at most 1 GB of memory: a parser that expands without bound dies, it never swaps."""
-    return subprocess.run(
-        [sys.executable, "-m", "moa_chat", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-        cwd=cwd,
-        preexec_fn=_capped,
-    )
+    return run_moa(*args, before=_capped)
 
 
 def alias_bomb() -> str:

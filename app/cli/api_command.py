@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from .exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from .exit_codes import EXIT_USAGE
 from .serve import DEFAULT_HOST, _port, is_loopback, public_url
+from .stopping import exit_status
 
 if TYPE_CHECKING:
     from ..api.auth import Token
@@ -162,7 +163,7 @@ async def _serve(server: ApiServer, args: argparse.Namespace, token: Token) -> i
     finally:
         lifecycle.stop_all()  # the local model's server, the demo's
     print("moa-chat api: stopped", flush=True)
-    return EXIT_INTERRUPTED if number == signal.SIGINT else 128 + number
+    return exit_status(number)
 
 
 def _announce(server: ApiServer, base_url: str, token: Token) -> None:
