@@ -71,12 +71,25 @@ class SystemResult:
         }
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A task a system gave no answer to (its turn failed), and why."""
+
+    task: str
+    system: str
+    error: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"task": self.task, "system": self.system, "error": self.error}
+
+
 @dataclass
 class Summary:
     results: list[SystemResult]
     differences: list[Difference]
     lifts: list[tuple[str, Difference, Difference]]  # preset, vs its best member, vs its average member
     judge_cost: float = 0.0
+    failures: list[Failure] = field(default_factory=list)  # in task order
 
     def by_name(self, name: str) -> SystemResult:
         return next(r for r in self.results if r.name == name)
@@ -100,6 +113,7 @@ class Summary:
                 {"preset": p, "over_best_member": diff(b), "over_average_member": diff(a)} for p, b, a in self.lifts
             ],
             "judge_cost": self.judge_cost,
+            "failed": [failure.as_json() for failure in self.failures],
         }
 
 
@@ -131,7 +145,13 @@ def summarise(
         if system.kind == "preset":
             results += [m for m in members if m.answered or m.failed]
     judge_cost = sum(float(v.get("cost") or 0.0) for v in verdicts.values())
-    return Summary(results, _differences(results, systems), _lifts(results, systems), judge_cost)
+    failures = [
+        Failure(task.id, system.name, str(record.get("error") or "no answer"))
+        for task in tasks
+        for system in systems
+        if (record := answers.get((task.id, system.name))) is not None and record.get("status") != "ok"
+    ]
+    return Summary(results, _differences(results, systems), _lifts(results, systems), judge_cost, failures)
 
 
 def _add(

@@ -1,6 +1,7 @@
 """Eval tasks: read from a JSONL or YAML file (or a bundled set by name), each checked as it is read.
 
-A task is a prompt, optional attachments (paths relative to the task file), optional `tools: true`, and at
+A task is a prompt, optional attachments (paths relative to the task file, and inside its folder unless
+`--allow-path` names them), optional `tools: true`, and at
 most one check: `expected`, `regex`, `contains`, `choices` with `answer`, or `number` with `tolerance`.
 A task with no check is judged (`rubric:` gives what the judge scores it against). Every mistake is
 reported as the config's are: file, line and key.
@@ -51,6 +52,7 @@ class Task:
     prompt: str
     check: Check | None = None  # None: judged
     attachments: tuple[str, ...] = ()  # absolute paths
+    folder: str = ""  # the task file's folder: attachments come from there
     tools: bool = False
     rubric: str | None = None
     line: int = 0  # where it is written, for messages
@@ -208,6 +210,7 @@ def parse_task(raw: object, *, path: Path | str, line: int, number: int) -> Task
         prompt=prompt,
         check=check,
         attachments=tuple(str((base / a).expanduser()) for a in attachments),
+        folder=str(base),
         tools=tools,
         rubric=rubric,
         line=line,
