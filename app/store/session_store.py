@@ -188,7 +188,7 @@ class SessionStore:
 
     def create_session(self, preset: str, title: str = "", *, session_id: str | None = None) -> str:
         now = time.time()
-        session_id = session_id or uuid.uuid4().hex[:12]
+        session_id = session_id or new_session_id()
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, title, created, updated, preset) VALUES (?, ?, ?, ?, ?)",
@@ -458,6 +458,10 @@ class SessionStore:
 
 
 # --------------------------------------------------------------------------- rows
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def make_title(text: str) -> str:
