@@ -128,9 +128,11 @@ def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
 async def _serve(server: ApiServer, args: argparse.Namespace, token: Token) -> int:
     from aiohttp import web
 
+    from ..api.allocator import fix_mmap_threshold
     from ..api.listener import HEADER_TIMEOUT, Listener
     from ..providers import lifecycle
 
+    fix_mmap_threshold()
     host = args.host
     # handler_cancellation: a client that disconnects cancels its handler, which cancels its turn.
     runner = web.AppRunner(server.application(), handler_cancellation=True, access_log=None, shutdown_timeout=2.0)
