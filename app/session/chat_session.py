@@ -27,6 +27,7 @@ from ..llm.messages import Message, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
+from ..store.health import StoreDamaged
 from ..store.session_lock import WAIT, SessionLock
 from ..store.session_store import new_session_id
 from ..store.traces import TraceWriter
@@ -94,6 +95,8 @@ class ChatSession:
         if lock.try_acquire():  # else another process's turn runs on it now: that one is not interrupted
             try:
                 self.store.mark_interrupted(summary.id)
+            except StoreDamaged:  # read-only now: what it holds can still be read, and continued unsaved
+                pass
             finally:
                 lock.release()
         self.messages, self.head_id = saved_messages(self.store, summary.id)

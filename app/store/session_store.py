@@ -25,7 +25,8 @@ from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
 from .continuation import latest_leaf_of, place_after_latest
-from .database import StoreError, connect, damaged, default_path
+from .database import StoreError, connect, default_path, is_damage
+from .health import StoreDamaged, StoreHealth
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 
 TITLE_LENGTH = 60
@@ -130,6 +131,7 @@ class SessionStore:
         self.file = path or default_path()
         self._db = connect(self.file)
         self._lock = threading.RLock()
+        self.health = StoreHealth.watching(self.file)  # writes wait for its check, and stop once it finds damage
 
     def close(self) -> None:
         with self._lock:
@@ -144,6 +146,7 @@ class SessionStore:
         every later write on this connection would then fail with "cannot start a transaction within a
         transaction" or, worse, land in that stale transaction and vanish with it.
         """
+        self.health.writable()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -159,6 +162,8 @@ class SessionStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
+                if isinstance(exc, sqlite3.DatabaseError):
+                    self._raise_if_damaged(exc)
                 raise StoreError(
                     f"could not save to {self.file} ({exc}); the change was not kept. Check that the disk has"
                     " free space and that no other program holds the database locked, then try again"
@@ -180,9 +185,9 @@ class SessionStore:
                 raise
 
     def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
-        error = damaged(self.file, exc)
-        if error is not None:
-            raise error from exc
+        if is_damage(exc):
+            self.health.found(str(exc))
+            raise StoreDamaged(self.health.message) from exc
 
     # ------------------------------------------------------------------ sessions
 
