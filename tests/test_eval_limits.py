@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,27 +90,27 @@ def test_a_429_storm_makes_no_more_requests_than_a_turn_and_failed_tasks_exit_1(
 
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_during_a_providers_pause_stops_eval_at_once_and_leaves_it_resumable(
+def test_a_signal_while_a_provider_is_paused_stops_eval_at_once_and_leaves_it_resumable(
     home, llm_server, tmp_path, number
 ):
-    # The provider asks for an hour's pause, which this config allows: the run waits, and a signal ends the wait.
-    configure(home, llm_server, network="    max_retries: 2\n    max_retry_wait: 7200\n")
+    # The provider asks for an hour's pause, which this config allows: the first task fails on it (no retries
+    # here), and the next waits for the provider. A signal ends that wait at once.
+    configure(home, llm_server, network="    max_retries: 0\n    max_retry_wait: 7200\n")
     answer_all(llm_server, Reply(text="Answer: 1"))
-    busy = threading.Event()
-
-    def agg(_body: dict[str, Any]) -> Reply:
-        busy.set()
-        return Reply(status=429, error="slow down", headers={"Retry-After": "3600"})
-
-    llm_server.script("agg", agg)
-    process = eval_process(tasks_file(tmp_path, 3), "--concurrency", "2")
-    assert busy.wait(WAIT)
+    busy = Reply(status=429, error="slow down", headers={"Retry-After": "3600"})
+    llm_server.script("agg", [busy, Reply(text="Answer: 1")])
+    process = eval_process(tasks_file(tmp_path, 3), "--concurrency", "1")
+    deadline = time.monotonic() + WAIT
+    while not EvalRunStore().runs() or not EvalRunStore().results(EvalRunStore().run("last").id, "answer"):
+        assert time.monotonic() < deadline and process.poll() is None, "the first task never ended"
+        time.sleep(0.05)
     process.send_signal(number)
     code, _out, err = finish(process, timeout=20)  # it used to wait out 30 s, then exit 130 whatever the signal
     assert code == (130 if number == signal.SIGINT else 128 + number)
     run = EvalRunStore().run("last")
     assert run.status == "interrupted"
     assert f"moa-chat eval --resume {run.id}" in err
+    assert len(llm_server.requests_for("agg")) == 1  # the second task never reached the paused provider
 
 
 def test_sighup_stops_eval_like_sigterm_and_the_run_resumes(home, llm_server, tmp_path):
