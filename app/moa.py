@@ -8,13 +8,15 @@ by `moa_chat.engine`. `call_llm` is looked up here at call time, which is what t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .config import Config, Preset, load_config
-from .engine import CancelToken, EngineObserver, MoAEngine, ReferenceFinished
+from .engine import CancelToken, MoAEngine, Observer, ReferenceFinished, TurnEnv, TurnPlan
+from .engine.guidance import LastGuidance
 from .engine.privacy import model_filter
-from .llm import ChatRequest, Timeout, call_llm
+from .llm import ChatRequest, Timeout, call_llm, warm_up
 from .llm.messages import Message, StreamOptions, ToolSpec
 from .providers import choose_start
 
@@ -24,12 +26,17 @@ class MoAChatCompletions:
     `fanout: user_turn` the references' guidance is reused across the tool rounds of a user turn."""
 
     def __init__(
-        self, preset_name: str | None = None, *, config: Config | None = None, observer: EngineObserver | None = None
+        self, preset_name: str | None = None, *, config: Config | None = None, observer: Observer | None = None
     ) -> None:
+        if "openai" not in sys.modules:
+            # The SDK (and what its first request loads) on a background thread from now, so the first
+            # create() has its references' requests out as soon as they can go, not after a cold import.
+            warm_up()
         self.config = config or load_config()
         self.preset: Preset = choose_start(self.config, preset_name).preset
         self.observer = observer
-        self._engine: MoAEngine | None = None
+        self._guidance = LastGuidance()  # the answers of the user turn the calls belong to, across calls
+        self._last: MoAEngine | None = None
 
     def create(
         self,
@@ -40,30 +47,30 @@ class MoAChatCompletions:
         timeout: Timeout | None = None,
         stream_options: StreamOptions | None = None,
         cancel: CancelToken | None = None,
-        observer: EngineObserver | None = None,
+        observer: Observer | None = None,
         **_ignored: Any,
     ) -> Any:
         """Run the references, then call the aggregator with their guidance; return the aggregator's
         chat.completion, or with stream=True its raw stream of chunks (read it like the SDK's).
 
-        Keyword arguments a chat-completions caller may also pass (model, temperature, ...) are accepted
-        and ignored: the preset decides the models and their settings.
+        `cancel` and `observer` reach every call this one makes (the references, a `layers: auto` judge, the
+        aggregator). Keyword arguments a chat-completions caller may also pass (model, temperature, ...) are
+        accepted and ignored: the preset decides the models and their settings.
         """
-        engine = self._engine_for(cancel, observer or self.observer)
-        return engine.open_aggregator(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
-
-    def _engine_for(self, cancel: CancelToken | None, observer: EngineObserver | None) -> MoAEngine:
-        if self._engine is None:
+        env = TurnEnv(
+            self.config,
+            call=_call_llm,
+            cancel=cancel or CancelToken(),
+            observer=observer or self.observer,
             # The engine the chat runs, with the config's privacy filter on what leaves the machine.
-            self._engine = MoAEngine(self.config, self.preset, call=_call_llm, message_filter=model_filter(self.config))
-        # Each call may bring its own cancel token and observer; the guidance it reuses stays.
-        self._engine.cancel = cancel or CancelToken()
-        self._engine.observer = observer
-        return self._engine
+            message_filter=model_filter(self.config),
+        )
+        engine = self._last = MoAEngine(env, TurnPlan(self.preset), self._guidance)
+        return engine.open_aggregator(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)
 
     @property
     def last_references(self) -> tuple[ReferenceFinished, ...]:
-        return self._engine.last_references if self._engine else ()
+        return self._last.last_references if self._last else ()
 
 
 def _call_llm(request: ChatRequest) -> object:

@@ -59,8 +59,12 @@ different courses of action.
 Do not answer the request yourself and do not explain. Reply with exactly one word: AGREE or DISAGREE."""
 
 # `moa-chat eval --judge`: one answer against another, asked twice with the two swapped (position bias cancels).
-JUDGE_PAIRWISE_PROMPT = """\
-You are an impartial judge comparing two answers to the same user request.
+# Each judge prompt's first line is also how the demo's models know they are asked to judge (providers/demo.py).
+JUDGE_PAIRWISE_LEAD = "You are an impartial judge comparing two answers to the same user request."
+JUDGE_RUBRIC_LEAD = "You are an impartial judge scoring one answer to a user request against a rubric."
+JUDGE_PAIRWISE_PROMPT = (
+    JUDGE_PAIRWISE_LEAD
+    + """
 
 [User request]
 {prompt}
@@ -74,10 +78,12 @@ You are an impartial judge comparing two answers to the same user request.
 Judge which answer serves the user better: correct first, then complete, clear and concise. Ignore the \
 order the answers are shown in and their length as such. Explain briefly, then end with one verdict on its \
 own line: [[A]] if A is better, [[B]] if B is better, [[C]] for a tie."""
+)
 
 # `moa-chat eval --judge ... --rubric`: one answer scored against a rubric (the task's `rubric:` or this default).
-JUDGE_RUBRIC_PROMPT = """\
-You are an impartial judge scoring one answer to a user request against a rubric.
+JUDGE_RUBRIC_PROMPT = (
+    JUDGE_RUBRIC_LEAD
+    + """
 
 [User request]
 {prompt}
@@ -90,5 +96,6 @@ You are an impartial judge scoring one answer to a user request against a rubric
 
 Explain briefly how well the answer meets the rubric, then end with its score from 0 (fails it) to 10 \
 (meets all of it) on its own line, written as [[score]], for example [[7]]."""
+)
 
 DEFAULT_RUBRIC = "Correct, complete, clear and concise; no invented facts."

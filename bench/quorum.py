@@ -78,16 +78,20 @@ def main() -> None:
     (home / "config.yaml").write_text(CONFIG.format(base_url=base_url))
 
     from moa_chat.config import load_config
-    from moa_chat.session import Turn
+    from moa_chat.engine import TurnEnv, TurnPlan
+    from moa_chat.session import ToolLoop
+
+    def turn(name: str) -> ToolLoop:
+        return ToolLoop(TurnEnv(config), TurnPlan(config.preset(name)))
 
     config = load_config(home / "config.yaml")
     question = [{"role": "user", "content": "What is a quorum?"}]
     times: dict[str, list[float]] = {"plain": [], "quorum": []}
-    Turn(config, config.preset("plain")).run(question)  # warm up: connections, imports
+    turn("plain").run(question)  # warm up: connections, imports
     for _ in range(rounds):
         for name in ("plain", "quorum"):
             started = time.perf_counter()
-            result = Turn(config, config.preset(name)).run(question)
+            result = turn(name).run(question)
             times[name].append(time.perf_counter() - started)
             if result.status != "ok":
                 sys.exit(f"{name}: the turn failed: {result.error}")

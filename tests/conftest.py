@@ -48,14 +48,29 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # chat asks it at start). Tests that want one point the ollama provider at a server of their own.
     from moa_chat.providers import ollama
 
-    asked = ollama._installed
-    asked.cache_clear()
+    probe = ollama._probe
+    ollama.forget()
 
     def hermetic(base_url: str) -> tuple[str, ...] | None:
-        return None if base_url.rstrip("/").endswith(":11434/v1") else asked(base_url)
+        return None if base_url.rstrip("/").endswith(":11434/v1") else probe(base_url)
 
-    hermetic.cache_clear = asked.cache_clear  # type: ignore[attr-defined]
-    monkeypatch.setattr(ollama, "_installed", hermetic)
+    monkeypatch.setattr(ollama, "_probe", hermetic)
+    # The chat asks Ollama again every few seconds: a test asks when it wants to (MoAChatApp.recheck_ollama).
+    from moa_chat.tui.app import MoAChatApp
+
+    monkeypatch.setattr(MoAChatApp, "OLLAMA_RECHECK", None)
+    # Context windows a provider told an earlier test are not this one's (a port is reused); Ollama's default
+    # address is never asked, as above.
+    from moa_chat.llm import discovery, windows
+
+    def ask(config, provider, model):
+        spec = config.providers.get(provider)
+        if spec is not None and (spec.base_url or "").rstrip("/").endswith(":11434/v1"):
+            return discovery.ProviderWindow(None, "could not ask Ollama /api/ps: no Ollama in tests", settled=False)
+        return discovery.ask_provider(config, provider, model, timeout=discovery.DISCOVERY_TIMEOUT)
+
+    monkeypatch.setattr(windows, "ASKED", windows.AskedWindows(ask))
+    discovery.forget_model_lists()
     return home
 
 

@@ -7,19 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 from moa_chat.providers.loopback_server import OpenAICompatibleServer, RecordedRequest, Reply
+from moa_chat.providers.loopback_windows import ModelWindow, ServedWindows
 
 Script = Reply | Callable[[dict[str, Any]], Reply] | list[Reply]
 
 
 class ScriptedServer:
     """`script(model, reply)` sets how a model answers: one Reply, a list (one per call, the last
-    repeating), or a function of the request body. Unscripted models answer "ok from MODEL"."""
+    repeating), or a function of the request body. Unscripted models answer "ok from MODEL".
 
-    def __init__(self) -> None:
+    `windows` gives models a context window the server enforces and tells (loopback_windows.py)."""
+
+    def __init__(self, windows: dict[str, ModelWindow] | None = None) -> None:
         self._scripts: dict[str, Script] = {}
         self._calls: dict[str, int] = {}
         self._lock = threading.Lock()
-        self.server = OpenAICompatibleServer(self._respond).start()
+        served = ServedWindows(windows) if windows is not None else None
+        self.server = OpenAICompatibleServer(self._respond, windows=served).start()
 
     @property
     def base_url(self) -> str:

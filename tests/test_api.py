@@ -18,7 +18,7 @@ from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 def test_start_up_names_models_key_and_presets_left_out(api):
     text = "\n".join(api.banner)
     assert "models: wire (default), wire-each" in text
-    assert "left out: frontier (set OPENROUTER_API_KEY)" in text
+    assert "left out: frontier (needs OPENROUTER_API_KEY)" in text
     assert "API key: the value of $MOA_CHAT_API_KEY" in text and TOKEN not in text
     assert "Authorization: Bearer" in text
 

@@ -10,11 +10,14 @@ import socket
 import stat
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
 from api_helpers import QUESTION, ApiProcess, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply
+from scripted_server import ScriptedServer
 
 WAIT = 30.0
 
@@ -148,6 +151,42 @@ def test_a_failure_mid_stream_ends_with_an_error_event_never_stop(api, llm_serve
     assert "".join(c.choices[0].delta.content or "" for c in seen if c.choices) == "one two"
     assert all(c.choices[0].finish_reason is None for c in seen if c.choices)
     assert "cut off" in str(caught.value) and "wire:agg" in str(caught.value)
+
+
+@pytest.fixture
+def retrying_api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
+    """The API with retries on (the shared wire config switches them off)."""
+    configure(home, llm_server)
+    (home / "config.yaml").write_text((home / "config.yaml").read_text().replace("max_retries: 0", "max_retries: 2"))
+    server = start_api(home)
+    yield server
+    server.stop()
+
+
+CUT_AFTER_TEXT = Reply(text="one two three four five", end_after=2)  # "one two", then an end with no finish
+
+
+def test_a_whole_reply_whose_stream_is_cut_after_text_is_asked_again(retrying_api, llm_server):
+    """The client of a non-streamed request has seen nothing: the cut-off reply is asked for again, as `ask`
+    into a pipe does, and only the whole one is answered."""
+    llm_server.script("agg", [CUT_AFTER_TEXT, Reply(text="the whole reply")])
+    answer = client(retrying_api).chat.completions.create(model="wire", messages=QUESTION)
+    assert answer.choices[0].message.content == "the whole reply"
+    assert answer.choices[0].finish_reason == "stop"
+    assert len(llm_server.requests_for("agg")) == 2
+
+
+def test_a_streamed_reply_cut_after_text_is_never_asked_again(retrying_api, llm_server):
+    """The client of a stream has the text already: a second reply would follow it, glued on."""
+    llm_server.script("agg", [CUT_AFTER_TEXT, Reply(text="the whole reply")])
+    stream = client(retrying_api).chat.completions.create(model="wire", messages=QUESTION, stream=True)
+    seen = []
+    with pytest.raises(openai.APIError) as caught:
+        for chunk in stream:
+            seen.append(chunk)
+    assert "".join(c.choices[0].delta.content or "" for c in seen if c.choices) == "one two"
+    assert "cut off" in str(caught.value)
+    assert len(llm_server.requests_for("agg")) == 1
 
 
 def test_provider_keys_never_reach_responses_or_the_log(home, llm_server):

@@ -7,9 +7,10 @@ import stat
 
 import pytest
 from moa_chat.api.auth import TOKEN_ENV, authorized, load_token, origin_refusal
-from moa_chat.api.guidance_cache import GuidanceCache, turn_hash
+from moa_chat.api.guidance_cache import GuidanceCache
 from moa_chat.api.wire import ApiError, parse_request
 from moa_chat.engine import CallRecord, ReferenceFinished
+from moa_chat.engine.guidance import turn_hash
 
 USER = {"role": "user", "content": "hi"}
 

@@ -98,7 +98,7 @@ def test_presets_lists_models_and_marks_the_default(home):
     lines = result.stdout.splitlines()
     assert any(line.startswith("* demo") and "(default)" in line for line in lines)
     assert "aggregator: demo:simulated-synthesizer" in result.stdout
-    assert "needs: OPENROUTER_API_KEY (not set)" in result.stdout
+    assert "cannot run: needs OPENROUTER_API_KEY" in result.stdout
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(home):

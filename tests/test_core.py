@@ -8,7 +8,7 @@ import json
 import pytest
 from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
-from moa_chat.session import ChatSession, Turn
+from moa_chat.session import ChatSession, ToolLoop
 from moa_chat.tui.screens.help import HelpScreen
 from moa_chat.tui.widgets.chat_log import UserMessage
 from moa_chat.tui.widgets.reply import AssistantReply
@@ -89,7 +89,7 @@ def test_send_never_raises_and_keeps_the_user_message(home, llm_server, wire_con
     def broken(self, messages):
         raise RuntimeError("a bug in the turn")
 
-    monkeypatch.setattr(Turn, "run", broken)
+    monkeypatch.setattr(ToolLoop, "run", broken)
     session = ChatSession(config, config.preset("wire"))
     result = session.send("hello")
     assert result.status == "failed"
@@ -99,7 +99,7 @@ def test_send_never_raises_and_keeps_the_user_message(home, llm_server, wire_con
 
 async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, llm_server, wire_config, monkeypatch):
     config = wire_config()
-    real_run = Turn.run
+    real_run = ToolLoop.run
     calls = {"n": 0}
 
     def fails_once(self, messages):
@@ -108,7 +108,7 @@ async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, ll
             raise RuntimeError("injected fault")
         return real_run(self, messages)
 
-    monkeypatch.setattr(Turn, "run", fails_once)
+    monkeypatch.setattr(ToolLoop, "run", fails_once)
     app = make_app(config, "wire")
     async with app.run_test(size=(110, 36)) as pilot:
         await run_turn(pilot, "first")

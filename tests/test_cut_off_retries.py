@@ -16,7 +16,7 @@ import threading
 from conftest import WIRE_CONFIG, write_config
 from moa_chat.config import load_config
 from moa_chat.engine import ReplyRestarted
-from moa_chat.providers.loopback_server import Reply
+from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ChatSession
 from test_cli import run
 
@@ -204,9 +204,63 @@ def test_the_session_asks_a_cut_off_reply_again_only_when_the_front_end_opts_in(
     assert len(llm_server.requests_for("agg")) == 1
 
     events: list[object] = []
-    session.restart_cut_reply = True
+    session = ChatSession(config, config.presets["wire"], restart_cut_reply=True)
     result = session.send("again", observer=events.append)
     assert result.status == "ok" and result.text == "the whole reply"
     (restarted,) = [e for e in events if isinstance(e, ReplyRestarted)]
     assert restarted.text == "w0 w1 w2 w3" and restarted.label == "wire:agg" and "cut off" in restarted.reason
     assert session.messages[-1] == {"role": "assistant", "content": "the whole reply"}
+
+
+# --------------------------------------------------------------------------- the aggregator, before any text
+
+
+def test_a_stream_cut_inside_a_tool_call_is_asked_again_and_the_tool_runs_once(home, llm_server, tmp_path):
+    """A clean end of stream half-way through the aggregator's tool call: nothing was shown and no tool has run,
+    so the same request goes again, and the whole call then runs once."""
+    retrying_config(home, llm_server)
+    listing = ScriptedToolCall("list_directory", json.dumps({"path": "."}), id="c1")
+    llm_server.script(
+        "agg",
+        [
+            Reply(tool_calls=[listing], cut_tool_calls=True),
+            Reply(tool_calls=[listing]),
+            Reply(text="The folder is listed."),
+        ],
+    )
+    result = run("ask", "what is in this folder?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "The folder is listed."
+    first, again, last = llm_server.requests_for("agg")
+    assert again.messages == first.messages  # the cut call left nothing behind
+    assert [m["tool_call_id"] for m in last.messages if m["role"] == "tool"] == ["c1"]
+    assert "↻ wire:agg: cut off" in result.stderr
+
+
+def test_a_malformed_chunk_before_any_text_is_asked_again(home, llm_server):
+    retrying_config(home, llm_server)
+    llm_server.script("agg", [Reply(text=FORTY_FIVE_WORDS, garble_after=0), Reply(text="the whole reply")])
+    result = run("ask", "q")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "the whole reply"
+    assert "↻ wire:agg: the provider sent a malformed chunk" in result.stderr
+    assert "JSONDecodeError" not in result.stderr
+
+
+def test_a_malformed_chunk_that_persists_fails_saying_so(home, llm_server):
+    retrying_config(home, llm_server, retries=1)
+    llm_server.script("agg", Reply(text=FORTY_FIVE_WORDS, garble_after=0))
+    result = run("ask", "q")
+    assert result.returncode == 1
+    assert "wire:agg failed: the provider sent a malformed chunk" in result.stderr
+    assert "JSONDecodeError" not in result.stderr and "Expecting" not in result.stderr
+    assert len(llm_server.requests_for("agg")) == 2
+
+
+def test_a_malformed_chunk_after_text_is_asked_again_as_a_fresh_reply(home, llm_server):
+    """Into a pipe the reply is written once whole, so a garbled stream after text is asked again, as a cut is."""
+    retrying_config(home, llm_server)
+    llm_server.script("agg", [Reply(text=FORTY_FIVE_WORDS, garble_after=4), Reply(text="the whole reply")])
+    result = run("ask", "q")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "the whole reply\n"

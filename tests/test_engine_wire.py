@@ -7,13 +7,13 @@ import threading
 import time
 
 import pytest
+from loop_helpers import tool_loop
 from moa_chat.engine import AggregatorStarted, ReferenceFinished, ReferenceQueued, ReferenceStarted
 from moa_chat.engine.cancel import Cancelled, CancelToken
 from moa_chat.llm.stream import StreamAssembler
 from moa_chat.moa import MoAChatCompletions
 from moa_chat.prompts import ADVISOR_PROMPT
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import Turn
 
 QUESTION = [
     {"role": "system", "content": "You are a terse assistant. SECRET-SYSTEM-PROMPT"},
@@ -183,7 +183,7 @@ def test_turn_totals_reference_and_aggregator_usage(wire_config, llm_server):
     usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
     for model in ("ref-a", "ref-b", "ref-c", "agg"):
         llm_server.script(model, Reply(text=f"from {model}", usage=usage))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert result.status == "ok" and result.text == "from agg"
     assert result.usage.total_tokens == 40
     assert result.new_messages == [{"role": "assistant", "content": "from agg"}]
@@ -192,7 +192,7 @@ def test_turn_totals_reference_and_aggregator_usage(wire_config, llm_server):
 def test_aggregator_failure_keeps_the_turn_and_names_provider_and_model(wire_config, llm_server):
     config = wire_config()
     llm_server.script("agg", Reply(status=429, error="Rate limit reached"))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert result.status == "failed"
     assert result.error == "wire:agg failed: HTTP 429: Rate limit reached (rate limited; try again shortly)"
     assert len(result.references) == 3
@@ -201,7 +201,7 @@ def test_aggregator_failure_keeps_the_turn_and_names_provider_and_model(wire_con
 def test_connection_drop_mid_stream_keeps_the_partial_text(wire_config, llm_server):
     config = wire_config()
     llm_server.script("agg", Reply(text="one two three four five six", drop_after=3))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     # Not "cannot reach the endpoint": it was reached, and answered in part.
     assert result.status == "cut_off"
     assert result.error.startswith("the reply from wire:agg was cut off: the connection was closed mid-reply after 13")
@@ -246,7 +246,7 @@ def test_cancel_closes_the_aggregator_stream_at_once(wire_config, llm_server):
                 threading.Timer(0.01, cancel.cancel).start()
 
     started = time.monotonic()
-    result = Turn(config, config.preset("wire"), observer=observer, cancel=cancel).run(QUESTION)
+    result = tool_loop(config, observer=observer, cancel=cancel).run(QUESTION)
     assert result.status == "cancelled"
     assert time.monotonic() - started < 2
     assert result.text.startswith("w0 w1 w2 w3 w4")
@@ -325,7 +325,7 @@ def test_cancel_is_prompt_even_while_the_stream_is_silent(wire_config, llm_serve
             if "".join(shown) == "first words":
                 got_text.set()
 
-    turn = Turn(config, config.preset("wire"), observer=observer, cancel=cancel)
+    turn = tool_loop(config, observer=observer, cancel=cancel)
     box = {}
     worker = threading.Thread(target=lambda: box.setdefault("result", turn.run(QUESTION)))
     worker.start()
@@ -366,9 +366,7 @@ def test_cancel_is_prompt_while_the_aggregator_waits_for_its_first_byte(wire_con
 
     box = {}
     worker = threading.Thread(
-        target=lambda: box.setdefault(
-            "result", Turn(config, config.preset("wire"), observer=observer, cancel=cancel).run(QUESTION)
-        )
+        target=lambda: box.setdefault("result", tool_loop(config, observer=observer, cancel=cancel).run(QUESTION))
     )
     worker.start()
     assert started.wait(5)

@@ -13,6 +13,8 @@ from moa_chat.engine import (
     ReferenceQueued,
     ReferencesSent,
     ReferenceStarted,
+    TurnEnv,
+    TurnPlan,
 )
 from moa_chat.llm import ChatRequest, call_llm, sending
 from moa_chat.moa import MoAChatCompletions
@@ -59,7 +61,8 @@ def test_a_substituted_call_counts_as_sent_when_it_returns(wire_config):
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
     events: list[object] = []
-    MoAEngine(config, config.preset("wire"), call=answer, observer=events.append).run_references(QUESTION)
+    env = TurnEnv(config, call=answer, observer=events.append)
+    MoAEngine(env, TurnPlan(config.preset("wire"))).run_references(QUESTION)
     assert [e for e in events if isinstance(e, ReferencesSent)] == [ReferencesSent(layer=1, count=3)]
 
 

@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.config import ConfigError, load_config
-from moa_chat.engine import AgreementChecked, CancelToken, LayersDecided, ReferenceFinished
+from moa_chat.engine import AgreementChecked, Cancelled, CancelToken, LayersDecided, ReferenceFinished
 from moa_chat.engine.agreement import parse_verdict
 from moa_chat.engine.cost import estimate_turn
+from moa_chat.moa import MoAChatCompletions
 from moa_chat.prompts import AGREEMENT_HEADER
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession, Turn
+from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from test_cli import run
 
@@ -58,7 +60,7 @@ def test_references_that_agree_after_layer_one_are_aggregated_at_once(wire_confi
     config = wire_config(AUTO)
     llm_server.script("agg", judged_by(["AGREE"]))
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    result = tool_loop(config, observer=events.append).run(QUESTION)
     assert result.status == "ok" and result.text == "The answer is 42."
     assert result.layers_run == 1 and result.layers_reason == "references agreed"
     assert all(len(llm_server.requests_for(m)) == 1 for m in ("ref-a", "ref-b", "ref-c"))
@@ -82,7 +84,7 @@ def test_references_that_keep_disagreeing_run_to_max_layers(wire_config, llm_ser
     config = wire_config(AUTO)
     llm_server.script("agg", judged_by(["DISAGREE"]))
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    result = tool_loop(config, observer=events.append).run(QUESTION)
     assert result.status == "ok"
     assert result.layers_run == 3 and result.layers_reason == "no agreement by max_layers"
     assert all(len(llm_server.requests_for(m)) == 3 for m in ("ref-a", "ref-b", "ref-c"))
@@ -96,7 +98,7 @@ def test_references_that_keep_disagreeing_run_to_max_layers(wire_config, llm_ser
 def test_agreement_on_the_second_layer_stops_there(wire_config, llm_server):
     config = wire_config(AUTO)
     llm_server.script("agg", judged_by(["DISAGREE", "**Agree.**"]))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert result.layers_run == 2 and result.layers_reason == "references agreed"
     assert len(llm_server.requests_for("ref-a")) == 2
 
@@ -105,7 +107,7 @@ def test_a_named_model_judges_and_its_cost_is_the_turns(home, llm_server):
     text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="      layers: auto\n      agreement: wire:judge")
     config = load_config(write_config(home, text + PRICING))
     llm_server.script("judge", judged_by(["AGREE"]))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert result.layers_run == 1
     assert len(checks(llm_server, "judge")) == 1 and not checks(llm_server, "agg")
     assert result.ledger.cost("agreement") == pytest.approx(91 * 2.0 / 1e6)
@@ -117,7 +119,7 @@ def test_an_unclear_or_failed_judgement_runs_another_layer(wire_config, llm_serv
     config = wire_config("layers: auto\nmax_layers: 2")
     llm_server.script("agg", judged_by(["I cannot tell."]))
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    result = tool_loop(config, observer=events.append).run(QUESTION)
     assert result.status == "ok" and result.layers_run == 2
     [checked] = [e for e in events if isinstance(e, AgreementChecked)]
     assert checked.reason == "wire:agg gave no clear verdict"
@@ -127,7 +129,7 @@ def test_an_unclear_or_failed_judgement_runs_another_layer(wire_config, llm_serv
 
     llm_server.script("agg", failing)
     events.clear()
-    result = Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    result = tool_loop(config, observer=events.append).run(QUESTION)
     assert result.status == "ok" and result.text == "fine" and result.layers_run == 2
     [checked] = [e for e in events if isinstance(e, AgreementChecked)]
     assert checked.reason.startswith("the agreement check failed") and checked.record.status == "failed"
@@ -142,7 +144,7 @@ def test_a_cancel_during_the_judgement_ends_the_turn_with_no_reply(wire_config, 
 
     llm_server.script("agg", slow)
     cancel = CancelToken()
-    turn = Turn(config, config.preset("wire"), cancel=cancel)
+    turn = tool_loop(config, cancel=cancel)
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.setdefault("result", turn.run(QUESTION)))
     worker.start()
@@ -159,7 +161,7 @@ def test_a_quorum_still_applies_to_each_layer(wire_config, llm_server):
     config = wire_config(f"{AUTO}\nquorum: 2")
     llm_server.script("ref-c", Reply(text="slow", delay=30))
     llm_server.script("agg", judged_by(["AGREE"]))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert result.layers_run == 1
     assert [r.status for r in result.references] == ["ok", "ok", "late"]
     # The judge read the two answers that came in, not the one not waited for.
@@ -175,7 +177,7 @@ def test_an_extractor_compares_the_answers_and_no_judge_is_asked(wire_config, ll
     for model in ("ref-a", "ref-b", "ref-c"):
         llm_server.script(model, Reply(text=f"{model}: the answer is 42"))
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append, answer_extractor=answer_of).run(QUESTION)
+    result = tool_loop(config, observer=events.append, answer_extractor=answer_of).run(QUESTION)
     assert result.layers_run == 1 and result.layers_reason == "references agreed (same answer)"
     assert not checks(llm_server)
     assert not [r for r in result.ledger.records if r.role == "agreement"]
@@ -189,7 +191,7 @@ def test_an_extractor_runs_another_layer_while_the_answers_differ_or_are_missing
     llm_server.script("ref-b", [Reply(text="no idea"), Reply(text="the answer is 42")])
     llm_server.script("ref-c", Reply(text="the answer is 42"))
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append, answer_extractor=answer_of).run(QUESTION)
+    result = tool_loop(config, observer=events.append, answer_extractor=answer_of).run(QUESTION)
     assert result.layers_run == 2
     reasons = [e.reason for e in events if isinstance(e, AgreementChecked)]
     assert reasons == ["1 of 3 answers state no answer", "references agreed (same answer)"]
@@ -200,8 +202,7 @@ def test_a_chat_session_passes_its_extractor_to_the_turn(wire_config, llm_server
     config = wire_config(AUTO)
     for model in ("ref-a", "ref-b", "ref-c"):
         llm_server.script(model, Reply(text="the answer is 7"))
-    session = ChatSession(config, config.preset("wire"))
-    session.answer_extractor = answer_of
+    session = ChatSession(config, config.preset("wire"), answer_extractor=answer_of)
     result = session.send("What is 3 + 4?")
     assert result.layers_run == 1 and not checks(llm_server)
 
@@ -328,3 +329,50 @@ def test_an_agreement_model_on_an_unknown_provider_is_named_with_its_line(home, 
     problem = config.problems["wire"]
     assert "agreement: unknown provider 'nowhere'" in str(problem) and problem.line == 21
     assert "nowhere" in config.preset("wire").providers
+
+
+# --------------------------------------------------------------------------- the seed's facade
+
+
+def streamed_text(stream: Any) -> str:
+    return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+
+def test_the_facades_own_observer_and_cancel_reach_the_judge(wire_config, llm_server):
+    """A `create()` that brings its own observer and cancel token gets a turn environment of its own: the
+    agreement check hears both, as the references and the aggregator do, in every call, not only the first."""
+    config = wire_config(AUTO)
+    llm_server.script("agg", judged_by(["AGREE"]))
+    facade = MoAChatCompletions("wire", config=config)
+    for _ in range(2):
+        events: list[object] = []
+        stream = facade.create(messages=QUESTION, stream=True, observer=events.append, cancel=CancelToken())
+        assert streamed_text(stream) == "The answer is 42."
+        (checked,) = [e for e in events if isinstance(e, AgreementChecked)]
+        assert checked.agreed and checked.record is not None and checked.record.role == "agreement"
+
+    judging = threading.Event()
+
+    def slow(body: dict[str, Any]) -> Reply:
+        if body.get("stream"):
+            return Reply(text="never shown")
+        judging.set()
+        return Reply(text="AGREE", delay=30)
+
+    llm_server.script("agg", slow)
+    cancel, box, events = CancelToken(), {}, []
+
+    def create() -> None:
+        try:
+            facade.create(messages=[{"role": "user", "content": "Again?"}], observer=events.append, cancel=cancel)
+        except Cancelled as exc:
+            box["cancelled"] = exc
+
+    worker = threading.Thread(target=create)
+    worker.start()
+    assert judging.wait(10)  # the judge's request is out, its answer 30 s away
+    cancel.cancel()
+    worker.join(10)
+    assert not worker.is_alive() and "cancelled" in box
+    (checked,) = [e for e in events if isinstance(e, AgreementChecked)]
+    assert checked.reason == "cancelled" and checked.record is not None and checked.record.status == "cancelled"

@@ -140,7 +140,7 @@ def test_the_local_preset_is_not_runnable_without_its_extra_and_says_the_real_co
     assert local["runnable"] is False
     assert "pip install 'moa-chat[local]'" in local["problem"] and "shared" not in local["problem"]
     text = run_without_llama("presets").stdout
-    needs = "cannot run: the local provider needs the local extra (llama-cpp-python): pip install 'moa-chat[local]'"
+    needs = "cannot run: needs the local extra (llama-cpp-python): pip install 'moa-chat[local]'"
     assert needs in text
     asked = run_without_llama("ask", "--preset", "local", "hi")
     assert asked.returncode == 2 and "pip install 'moa-chat[local]'" in asked.stderr and "shared" not in asked.stderr

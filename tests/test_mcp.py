@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.config import load_config
 from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
-from moa_chat.session import Turn
 from moa_chat.tools import Workspace, tools_for
 from moa_chat.tools.approval import ApprovalPolicy
 from moa_chat.tools.mcp_bridge import McpHub
@@ -57,7 +57,7 @@ def test_tools_are_discovered_prefixed_and_called_in_a_turn(home, llm_server, tm
                 Reply(text="2 + 40 = 42"),
             ],
         )
-        result = Turn(config, config.preset("wire"), tools=registry, approval=ApprovalPolicy(allow_all=True)).run(
+        result = tool_loop(config, tools=registry, approval=ApprovalPolicy(allow_all=True)).run(
             [{"role": "user", "content": "add 2 and 40"}]
         )
         assert result.status == "ok" and result.text == "2 + 40 = 42"

@@ -13,12 +13,10 @@ import time
 
 import pytest
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.config import load_config
 from moa_chat.engine import CallRetrying, ReferenceFinished
-from moa_chat.engine.retry import RetryPolicy
-from moa_chat.llm import LLMCallError
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import Turn
 
 QUESTION = [{"role": "user", "content": "How do I reverse a list in Python?"}]
 
@@ -39,7 +37,7 @@ def net_config(home, llm_server):
 
 
 def run(config, events=None):
-    return Turn(config, config.preset("wire"), observer=(events.append if events is not None else None)).run(QUESTION)
+    return tool_loop(config, observer=(events.append if events is not None else None)).run(QUESTION)
 
 
 def retries(events) -> list[CallRetrying]:
@@ -294,16 +292,6 @@ def test_a_host_that_does_not_resolve_is_named_and_said_not_to_resolve(home):
         "nowhere:m failed: the host no-such-host.invalid could not be resolved (DNS): check base_url "
         "http://no-such-host.invalid/v1 and the network"
     )
-
-
-def test_the_retry_policy_backs_off_exponentially_with_bounded_jitter():
-    error = LLMCallError("HTTP 503", provider="p", model="m", transient=True)
-    no_jitter = RetryPolicy(max_retries=6, random=lambda: 0.0)
-    assert [no_jitter.delay(error, n) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
-    full_jitter = RetryPolicy(max_retries=6, random=lambda: 1.0)
-    assert [full_jitter.delay(error, n) for n in range(3)] == [0.375, 0.75, 1.5]
-    assert no_jitter.delay(error, 6) is None
-    assert RetryPolicy().delay(LLMCallError("HTTP 400", provider="p", model="m"), 0) is None
 
 
 def test_the_ask_command_says_it_is_retrying(net_config, llm_server, capsys):

@@ -105,7 +105,7 @@ async def test_f2_offers_ollamas_models_and_one_runs_as_a_self_moa(fake_ollama):
         await run_turn(pilot, "hello")
         assert [c.status for c in app.query_one(ReferenceSidebar).cards()] == ["ok"] * 3
         assert len(fake_ollama.requests_for("qwen2.5:7b")) == 4  # three samples and the aggregator
-        assert fake_ollama.asked == 1  # asked once, at start
+        assert fake_ollama.asked == 2  # at start, and again as F2 opened
 
 
 async def test_the_palette_and_models_from_ollama_list_what_it_has_pulled(fake_ollama):

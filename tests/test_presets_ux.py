@@ -93,7 +93,7 @@ def test_presets_command_lists_in_cycle_order_and_says_what_cannot_run(home, llm
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
     assert out.index("Your presets") < out.index("* wire") < out.index("  second") < out.index("Bundled presets")
-    assert "needs: OPENROUTER_API_KEY (not set): cannot run" in out
+    assert "cannot run: needs OPENROUTER_API_KEY" in out
     assert main(["presets", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     by_name = {p["name"]: p for p in listed}
@@ -126,15 +126,15 @@ def test_presets_offers_the_models_a_running_ollama_has_and_says_when_it_is_abse
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         write_config(home, f"providers:\n  ollama:\n    base_url: http://127.0.0.1:{server.server_port}/v1\n")
-        ollama._installed.cache_clear()
+        ollama.forget()
         assert main(["presets"]) == 0
         out = capsys.readouterr().out
         assert "Ollama has: llama3.2, qwen2.5:7b; not pulled: mistral, qwen2.5" in out
     finally:
         server.shutdown()
-    ollama._installed.cache_clear()
+    ollama.forget()
     assert main(["presets"]) == 0  # the same address, nobody answering: nothing breaks
-    assert "Ollama is not running here" in capsys.readouterr().out
+    assert "cannot run: needs Ollama running at http://127.0.0.1:" in capsys.readouterr().out
 
 
 async def test_f3_says_once_which_presets_it_skips_and_why(home, llm_server, monkeypatch):
@@ -147,7 +147,7 @@ async def test_f3_says_once_which_presets_it_skips_and_why(home, llm_server, mon
         await pilot.press("f3")
         skips = [n for n in notices if n.startswith("F3 skips the presets that cannot run here:")]
         assert len(skips) == 1
-        assert "frontier (OPENROUTER_API_KEY not set)" in skips[0]
+        assert "frontier (needs OPENROUTER_API_KEY)" in skips[0]
 
 
 async def test_the_preset_toast_counts_samples_as_the_sidebar_does(home, monkeypatch):

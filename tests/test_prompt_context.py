@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.config import ConfigError, load_config
-from moa_chat.session import Turn
+from moa_chat.session import ChatSession
 from moa_chat.session.attachments import (
     MAX_FILE_CHARACTERS,
     AttachmentError,
@@ -30,7 +31,7 @@ def config_with(home, llm_server, *, top: str = "", preset: str = ""):
 
 def test_a_global_system_prompt_goes_first_to_the_aggregator_only(home, llm_server):
     config = config_with(home, llm_server, top="system_prompt: |\n  Answer in French.\n")
-    Turn(config, config.preset("wire")).run(QUESTION)
+    ChatSession(config, config.preset("wire")).send("hello")
     sent = llm_server.requests_for("agg")[0].messages
     assert sent[0] == {"role": "system", "content": "Answer in French."}
     # The references keep their advisor prompt and never see the user's system prompt (as before).
@@ -41,12 +42,12 @@ def test_a_presets_system_prompt_wins_and_ask_system_wins_over_both(home, llm_se
     config = config_with(
         home, llm_server, top="system_prompt: global one\n", preset="      system_prompt: the preset's own"
     )
-    Turn(config, config.preset("wire")).run(QUESTION)
+    ChatSession(config, config.preset("wire")).send("hello")
     assert llm_server.requests_for("agg")[-1].messages[0]["content"] == "the preset's own"
-    Turn(config, config.preset("wire"), system_prompt="given").run(QUESTION)
+    ChatSession(config, config.preset("wire"), system_prompt="given").send("hello")
     assert llm_server.requests_for("agg")[-1].messages[0]["content"] == "given"
-    # A conversation that already starts with a system message keeps it.
-    Turn(config, config.preset("wire")).run([{"role": "system", "content": "mine"}, *QUESTION])
+    # The tool loop sends a conversation as it is given: an API client's starts with its own system message.
+    tool_loop(config).run([{"role": "system", "content": "mine"}, *QUESTION])
     assert llm_server.requests_for("agg")[-1].messages[0]["content"] == "mine"
 
 

@@ -7,12 +7,13 @@ import random
 
 import pytest
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.config import ConfigError, load_config
 from moa_chat.engine import ReferenceFinished, ReferenceQueued
 from moa_chat.engine.panel import panel
 from moa_chat.prompts import LAYER_HEADER
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession, Turn
+from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 
 QUESTION = [{"role": "user", "content": "How do I reverse a list in Python?"}]
@@ -40,7 +41,7 @@ def test_layer_two_references_read_layer_ones_answers_and_the_aggregator_reads_t
     for model, text in answers.items():
         llm_server.script(model, [Reply(text=text), Reply(text=f"second layer of {model}")])
     events: list = []
-    result = Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    result = tool_loop(config, observer=events.append).run(QUESTION)
     assert result.status == "ok"
     for model in answers:
         first, second = llm_server.requests_for(model)
@@ -67,7 +68,7 @@ def test_samples_ask_one_model_several_times_with_a_temperature_spread(preset_co
     config = load_config(write_config(config.path.parent, text))
     seats = panel(config.preset("wire"))
     assert [s.label for s in seats[:3]] == ["wire:ref-a #1", "wire:ref-a #2", "wire:ref-a #3"]
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     requests = llm_server.requests_for("ref-a")
     assert len(requests) == 3
     assert sorted(r.body["temperature"] for r in requests) == [0.4, 0.7, 1.0]
@@ -79,7 +80,7 @@ def test_a_set_temperature_is_kept_for_every_sample(preset_config, llm_server):
     config = preset_config("      reference_temperature: 0.2")
     text = config.path.read_text().replace("          model: ref-a\n", "          model: ref-a\n          samples: 2\n")
     config = load_config(write_config(config.path.parent, text))
-    Turn(config, config.preset("wire")).run(QUESTION)
+    tool_loop(config).run(QUESTION)
     assert [r.body["temperature"] for r in llm_server.requests_for("ref-a")] == [0.2, 0.2]
 
 
@@ -89,7 +90,7 @@ def test_a_set_temperature_is_kept_for_every_sample(preset_config, llm_server):
 def test_a_quorum_starts_the_aggregator_early_and_closes_the_slow_reference(preset_config, llm_server):
     config = preset_config("      quorum: 2")
     llm_server.script("ref-c", Reply(text="very slow", delay=30))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     statuses = {r.label: (r.status, r.error) for r in result.references}
     assert statuses["wire:ref-c"] == ("late", "not waited for: 2 answered, the quorum is 2")
     aggregator = llm_server.requests_for("agg")[0]
@@ -105,7 +106,7 @@ def test_a_deadline_starts_the_aggregator_once_one_has_answered(preset_config, l
     config = preset_config("      deadline: 0.5")
     llm_server.script("ref-b", Reply(text="slow", delay=30))
     llm_server.script("ref-c", Reply(text="slower", delay=30))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert [r.status for r in result.references] == ["ok", "late", "late"]
     assert result.references[1].error == "not waited for: the deadline of 0.5s passed"
 
@@ -115,7 +116,7 @@ def test_a_deadline_waits_for_the_first_answer_when_none_is_in(preset_config, ll
     for model in ("ref-a", "ref-b"):
         llm_server.script(model, Reply(text="slow", delay=30))
     llm_server.script("ref-c", Reply(text="in the end", delay=0.8))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     assert [r.status for r in result.references] == ["late", "late", "ok"]
 
 
@@ -141,14 +142,14 @@ def test_shuffle_changes_the_order_and_the_order_is_stored(preset_config, llm_se
 
 def test_shuffle_is_reproducible_with_a_seeded_random(preset_config, llm_server):
     config = preset_config("      shuffle: true")
-    first = Turn(config, config.preset("wire"), rng=random.Random(7)).run(QUESTION).reference_order
-    second = Turn(config, config.preset("wire"), rng=random.Random(7)).run(QUESTION).reference_order
+    first = tool_loop(config, rng=random.Random(7)).run(QUESTION).reference_order
+    second = tool_loop(config, rng=random.Random(7)).run(QUESTION).reference_order
     assert first == second
 
 
 def test_anonymous_labels_hide_the_model_names(preset_config, llm_server):
     config = preset_config("      anonymous: true")
-    Turn(config, config.preset("wire")).run(QUESTION)
+    tool_loop(config).run(QUESTION)
     text = guidance(llm_server)
     assert "### Reference 1\n" in text and "wire:ref-a" not in text
 
@@ -195,7 +196,7 @@ def test_strategy_settings_are_checked_with_their_line(preset_config, extra, mes
 def test_reference_finished_events_carry_their_layer(preset_config, llm_server):
     config = preset_config("      layers: 2")
     events: list = []
-    Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    tool_loop(config, observer=events.append).run(QUESTION)
     assert sorted({e.record.layer for e in events if isinstance(e, ReferenceFinished)}) == [1, 2]
 
 
@@ -214,7 +215,7 @@ def test_a_calls_cost_is_its_tokens_times_the_configured_price(home, llm_server)
     assert config.price("wire:ref-b") is None
     llm_server.script("agg", Reply(text="answer", usage={"prompt_tokens": 1000, "completion_tokens": 500}))
     llm_server.script("ref-a", Reply(text="advice", usage={"prompt_tokens": 2000, "completion_tokens": 1000}))
-    result = Turn(config, config.preset("wire")).run(QUESTION)
+    result = tool_loop(config).run(QUESTION)
     costs = {r.label: r.cost for r in result.ledger.records}
     assert costs["wire:agg"] == pytest.approx((1000 * 2.0 + 500 * 8.0) / 1e6)
     assert costs["wire:ref-a"] == pytest.approx(3000 / 1e6)

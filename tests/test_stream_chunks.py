@@ -9,8 +9,10 @@ from typing import Any
 import openai
 import pytest
 from moa_chat import llm
+from moa_chat.engine import TurnEnv
 from moa_chat.engine.calls import ModelCall
-from moa_chat.engine.cancel import CancelToken
+from moa_chat.engine.panel import Seat
+from moa_chat.engine.reading import Reading
 from moa_chat.llm.stream import StreamAssembler, stream_chunks
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 
@@ -111,9 +113,9 @@ def test_the_engine_reads_plain_chunks(wire_config, llm_server, monkeypatch: pyt
     llm_server.script("agg", Reply(text="the answer, in a few words"))
     slot = config.preset("wire").aggregator
     request = llm.ChatRequest(model="agg", messages=QUESTION, provider="wire", stream=True, config=config)
-    call = ModelCall(role="aggregator", slot=slot, request=request, call=llm.call_llm_request, cancel=CancelToken())
+    call = ModelCall(TurnEnv(config), "aggregator", Seat(0, 1, slot, slot.label), request)
     texts: list[str] = []
-    call.run(texts.append)
+    call.run(Reading(texts.append))
     assert "".join(texts) == "the answer, in a few words"
     assert call.assembler.finish_reason == "stop"
     assert fed and set(fed) == {dict}

@@ -8,10 +8,11 @@ import json
 import threading
 
 from conftest import WIRE_CONFIG, write_config
+from loop_helpers import tool_loop
 from moa_chat.cli.progress import Progress
 from moa_chat.engine import AggregatorFinished, ReasoningDelta, ReferenceFinished, ReferenceProgress, ReplyDelta
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import ChatSession, Turn
+from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.store.export import as_json, as_markdown
 from moa_chat.store.migrations import SCHEMA_VERSION
@@ -36,7 +37,7 @@ def test_the_aggregators_thinking_streams_as_events_before_its_text(wire_config,
     llm_server.script("agg", Reply(text="Use items[::-1].", reasoning=THOUGHT))
     config = wire_config()
     events, observer = _collect()
-    result = Turn(config, config.preset("wire"), observer=observer).run(QUESTION)
+    result = tool_loop(config, observer=observer).run(QUESTION)
     assert result.status == "ok" and result.text == "Use items[::-1]."
     thoughts = [e for e in events if isinstance(e, ReasoningDelta) and e.role == "aggregator"]
     assert len(thoughts) > 1, "streamed piece by piece, not whole at the end"
@@ -54,7 +55,7 @@ def test_the_reasoning_field_is_read_under_either_name(wire_config, llm_server):
     llm_server.script("agg", Reply(text="Answer.", reasoning="Openrouter style.", reasoning_field="reasoning"))
     config = wire_config()
     events, observer = _collect()
-    Turn(config, config.preset("wire"), observer=observer).run(QUESTION)
+    tool_loop(config, observer=observer).run(QUESTION)
     text = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
     assert text == "Openrouter style."
 
@@ -63,7 +64,7 @@ def test_a_references_thinking_comes_with_its_progress_and_its_answer(wire_confi
     llm_server.script("ref-a", Reply(text="Reverse it.", reasoning=THOUGHT))
     config = wire_config()
     events, observer = _collect()
-    Turn(config, config.preset("wire"), observer=observer).run(QUESTION)
+    tool_loop(config, observer=observer).run(QUESTION)
     thought = "".join(e.text for e in events if isinstance(e, ReasoningDelta) and e.role == "reference")
     assert thought == THOUGHT
     assert {e.index for e in events if isinstance(e, ReasoningDelta) and e.role == "reference"} == {0}
@@ -165,7 +166,7 @@ def test_the_thinking_is_faint_at_a_terminal_and_ends_its_line_before_anything_e
 
 
 def test_a_secret_split_across_thinking_deltas_is_still_redacted_on_screen():
-    from moa_chat.session.privacy_filter import DisplayScrub
+    from moa_chat.session.display_scrub import DisplayScrub
     from moa_chat.text.redaction import apply
 
     shown: list[object] = []

@@ -8,9 +8,10 @@ import threading
 import time
 
 import pytest
+from loop_helpers import tool_loop
 from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
-from moa_chat.session import ToolCallEvent, Turn
+from moa_chat.session import ToolCallEvent
 from moa_chat.tools import ToolRegistry, Workspace
 from moa_chat.tools.approval import Answering, ApprovalPolicy, ApprovalRequest, Verdict
 from moa_chat.tools.builtin import builtin_tools
@@ -37,13 +38,8 @@ def call(name, arguments, id=None):
 
 
 def turn(config, registry, *, approval=None, observer=None, cancel=None, preset="wire"):
-    return Turn(
-        config,
-        config.preset(preset),
-        tools=registry,
-        approval=approval or ApprovalPolicy(),
-        observer=observer,
-        cancel=cancel,
+    return tool_loop(
+        config, preset, tools=registry, approval=approval or ApprovalPolicy(), observer=observer, cancel=cancel
     )
 
 

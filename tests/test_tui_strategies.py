@@ -8,12 +8,12 @@ Update only after looking at each changed SVG: `pytest tests/test_tui_strategies
 from __future__ import annotations
 
 import pytest
+from loop_helpers import tool_loop
 from moa_chat.config import load_config
 from moa_chat.engine import ReferenceFinished, ReferenceProgress, ReferenceStarted
 from moa_chat.engine.events import CallRecord
 from moa_chat.llm.usage import Usage
 from moa_chat.providers.loopback_server import Reply
-from moa_chat.session import Turn
 from moa_chat.store import SessionStore, StoredTurn
 from moa_chat.tui.screens.side_by_side import SideBySide, fits_columns
 from moa_chat.tui.screens.trace import TraceScreen, calls_for_turn, load_turn_trace
@@ -61,7 +61,7 @@ def test_progress_events_carry_the_text_so_far(wire_config, llm_server):
     first = "a" * 300
     llm_server.script("ref-a", Reply(text=first + "bcd", pieces=[first, "b", "c", "d"], piece_delay=0.3))
     events: list = []
-    Turn(config, config.preset("wire"), observer=events.append).run(QUESTION)
+    tool_loop(config, observer=events.append).run(QUESTION)
     progress = [e for e in events if isinstance(e, ReferenceProgress) and e.index == 0]
     # More than PROGRESS_INTERVAL between pieces: each one is reported, and the text only grows.
     assert [e.text for e in progress] == [first, first + "b", first + "bc", first + "bcd"]

@@ -153,10 +153,9 @@ class ManualClock:
 
 async def test_typing_when_the_approval_pops_up_decides_nothing(home, project):
     """The user is typing the next prompt when the modal opens: "and also" must not allow anything."""
-    app = make_app(load_config(), "demo")
     clock = ManualClock()
+    app = make_app(load_config(), "demo", approval_clock=clock)
     async with app.run_test(size=(110, 40)) as pilot:
-        app.approver.clock = clock
         await send(pilot, "Please write a note file about caching")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         for key in "and also yes":

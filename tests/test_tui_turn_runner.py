@@ -52,14 +52,15 @@ async def test_the_session_is_built_with_the_apps_approver(home, wire_config):
     app = make_app(config, "wire")
     assert isinstance(app.approver, DialogApprover)
     assert app.session.approval.approver is app.approver
-    seen: list[Approver] = []
+    seen: list[tuple[Approver, bool]] = []
 
-    def build(approver: Approver) -> ChatSession:
-        seen.append(approver)
+    def build(approver: Approver, *, restart_cut_reply: bool) -> ChatSession:
+        seen.append((approver, restart_cut_reply))
         return ChatSession(config, config.preset("wire"), approver=approver, store=SessionStore(home / "s.db"))
 
     stored = make_app(config, "wire", session=build)
-    assert seen == [stored.approver] and stored.session.approval.approver is stored.approver
+    # The chat can show a fresh reply after a cut-off one: the factory is told so, with the approver.
+    assert seen == [(stored.approver, True)] and stored.session.approval.approver is stored.approver
     assert stored.session.store is not None
 
 

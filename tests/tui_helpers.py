@@ -11,7 +11,7 @@ from moa_chat.config import Config
 from moa_chat.session import ChatSession
 from moa_chat.store import SessionStore
 from moa_chat.tools import Approver
-from moa_chat.tui.app import MoAChatApp
+from moa_chat.tui.app import MoAChatApp, SessionFactory
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
 from textual.pilot import Pilot
@@ -25,11 +25,13 @@ def make_app(config: Config, preset: str, **kwargs: object) -> MoAChatApp:
 
 def stored_session(
     config: Config, store: SessionStore, session_id: str | None = None, preset: str = "wire"
-) -> Callable[[Approver], ChatSession]:
+) -> SessionFactory:
     """The app's session (MoAChatApp's `session`): saved in `store`, continuing `session_id` if given."""
 
-    def build(approver: Approver) -> ChatSession:
-        session = ChatSession(config, config.preset(preset), approver=approver, store=store)
+    def build(approver: Approver, *, restart_cut_reply: bool) -> ChatSession:
+        session = ChatSession(
+            config, config.preset(preset), approver=approver, store=store, restart_cut_reply=restart_cut_reply
+        )
         if session_id:
             session.open(session_id)
         return session

@@ -3,35 +3,27 @@
 An API client keeps the conversation and sends it whole each time: after a tool call it sends the same
 conversation plus the assistant's call and the tool's result. Under `fanout: user_turn` those rounds belong
 to one user turn, and the chat answers them with the guidance it already has; here the turn is found by a
-hash of the conversation up to its last user message (the preset's name included). The cache is bounded in
-entries and in age, so a server that runs for weeks holds at most `capacity` turns' answers.
+hash of the conversation up to its last user message, the preset's name included (engine.guidance.turn_hash).
+The cache is bounded in entries and in age, so a server that runs for weeks holds at most `capacity` turns'
+answers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ..engine import ReferenceFinished
 from ..engine.clock import monotonic
-from ..engine.guidance import turn_key
-from ..llm.messages import Message
 
 CAPACITY = 256  # user turns kept
 MAX_AGE = 30 * 60.0  # seconds a turn's answers stay reusable: a coding agent's tool rounds fit well inside
 
 
-def turn_hash(preset: str, messages: Sequence[Message]) -> str | None:
-    """The key of the user turn `messages` belong to, or None when there is no user message."""
-    key = turn_key(messages)
-    if key is None:
-        return None
-    return hashlib.sha256(f"{preset}\0{key}".encode()).hexdigest()
-
-
 class GuidanceCache:
+    """A `GuidanceMemory` (engine.guidance) of many user turns, bounded in entries and age, for every request."""
+
     def __init__(
         self, capacity: int = CAPACITY, max_age: float = MAX_AGE, clock: Callable[[], float] = monotonic
     ) -> None:

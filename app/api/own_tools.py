@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from ..config import Config, Preset
-from ..engine import Cancelled, CancelToken
+from ..engine import Cancelled, CancelToken, TurnEnv
 from ..llm.messages import ToolSpec
 from ..llm.stream import ToolCall
 from ..tools import ToolRegistry, Workspace
@@ -80,3 +80,23 @@ def client_names(tools: Sequence[ToolSpec] | None) -> set[str]:
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             names.add(function["name"])
     return names
+
+
+class ClientTools:
+    """The API's `ToolRule` (session.tool_loop): the client's tools are offered and their calls go back to it;
+    with `--read-tools` (`own`), moa-chat's read-only built-ins are offered beside them and run here."""
+
+    def __init__(self, client: Sequence[ToolSpec] | None, own: OwnTools | None) -> None:
+        self.client, self.own = client, own
+
+    def offered(self) -> list[ToolSpec] | None:
+        if self.own is not None:
+            return self.own.offered(self.client)
+        return list(self.client) if self.client else None
+
+    def runs_here(self, call: ToolCall) -> bool:
+        return self.own is not None and self.own.ours(call, self.client)
+
+    def run(self, call: ToolCall, iteration: int, env: TurnEnv) -> str:
+        assert self.own is not None, "only the server's own tools run here"
+        return self.own.run(call, env.cancel)

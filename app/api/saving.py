@@ -76,10 +76,10 @@ class ConversationSaver:
             logger.warning("could not save an API conversation: %s", exc)
             return None
         if traces:
-            writer = TraceWriter(session_id, folder=self.store.file.parent, scrub=scrub, turn=turn)
+            writer = TraceWriter(session_id, folder=self.store.file.parent, scrub=scrub)
             try:
                 for entry in traces:
-                    writer(entry)
+                    writer.write(entry, turn=turn)
             except OSError as exc:  # the turn is stored and answered: a trace that cannot be written is logged
                 logger.warning("could not write the traces of an API turn: %s", exc)
         return session_id

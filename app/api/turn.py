@@ -1,18 +1,23 @@
-"""One API request's turn: the references, then the aggregator, on the engine the chat runs.
+"""One API request's turn: the session layer's tool loop (`session.ToolLoop`), the one the chat runs.
 
-The engine is blocking, so a turn runs on one of the engine's kept threads and reports to a `Sink` (the
-HTTP handler's queue, fed thread-safely): text as it streams, progress when asked for, and one end, an
-`Outcome` or an `ApiError`. The client's tools are offered to the aggregator and its tool calls come back
-as they are; with `--read-tools`, moa-chat's own tools that only read are offered beside them and run here
-(`own_tools`). A cancel (the client left, the server stops) closes the upstream
-streams through the turn's `CancelToken`.
+The loop is blocking, so a turn runs on one of the engine's kept threads and reports to a `Sink` (the HTTP
+handler's queue, fed thread-safely): text as it streams, progress when asked for, and one end, an `Outcome`
+or an `ApiError`. The loop's `ToolRule` is the client's (`own_tools.ClientTools`): the client's tools are
+offered to the aggregator and its calls to them go back to the client as they are; with `--read-tools`,
+moa-chat's own tools that only read are offered beside them and run here. A cancel (the client left, the server
+stops) closes the upstream streams through the turn's `CancelToken`.
+
+The API drives the tool loop, not `ChatSession`: a session owns a conversation (its messages, its stored
+head and versions, its MCP servers, a person's approvals), while an API client owns its conversation and
+sends it whole with every request, and no one is there to approve a tool. `--save` stores each request's
+turn after the fact (api/saving.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,27 +26,26 @@ from ..engine import (
     AggregatorFinished,
     AggregatorStarted,
     AgreementChecked,
-    Cancelled,
     CancelToken,
-    EngineEvent,
-    MoAEngine,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceStarted,
     ReplyDelta,
+    TurnEnv,
+    TurnEvent,
+    TurnPlan,
     threads,
 )
-from ..engine.clock import monotonic
-from ..engine.guidance import continues_after_user
+from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
-from ..llm import CallLLM, ChatRequest, LLMCallError, StreamAssembler, TimedOut, call_llm_request, describe_error
+from ..llm import CallLLM, ChatRequest, LLMCallError, TimedOut, call_llm_request, describe_error
 from ..llm.errors import redact
-from ..llm.messages import Message, assistant, tool_result
 from ..llm.stream import ToolCall
-from ..session.ledger import UsageLedger
+from ..session import ToolLoop, TurnResult
+from ..session.tool_loop import NoFinalAnswer
 from ..store import StoredCall
-from .guidance_cache import GuidanceCache, turn_hash
-from .own_tools import OwnTools
+from .guidance_cache import GuidanceCache
+from .own_tools import ClientTools, OwnTools
 from .wire import ApiError, CompletionRequest
 
 SinkKind = Literal["delta", "reasoning", "progress", "done", "failed"]
@@ -82,27 +86,6 @@ class Failure:
     calls: tuple[StoredCall, ...] = ()
     seconds: float = 0.0
     traces: tuple[dict[str, object], ...] = ()
-
-
-class _CachingEngine(MoAEngine):
-    """The engine, with the guidance of a user turn kept across requests (`fanout: user_turn`)."""
-
-    cache: GuidanceCache
-    reused = False
-
-    def consult(self, messages: Sequence[Message], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
-        if self.solo or self.preset.fanout != "user_turn":
-            return super().consult(messages, iteration=iteration)
-        key = turn_hash(self.preset.name, messages)
-        if key is not None and continues_after_user(messages):
-            cached = self.cache.get(key)
-            if cached is not None:
-                self.last_references, self.reused = cached, True
-                return cached, True
-        results, reused = super().consult(messages, iteration=iteration)
-        if key is not None and not reused:
-            self.cache.put(key, results)
-        return results, reused
 
 
 def provider_secrets(config: Config) -> tuple[str, ...]:
@@ -166,68 +149,67 @@ def _run(
     read_tools: bool = False,
     traces: bool = False,
 ) -> Outcome | Failure:
-    began = monotonic()
-    ledger = UsageLedger()
     calls: list[StoredCall] = []
     # The chat's trace hook, collecting: the session and turn a trace belongs to exist only once it is stored.
     traced: list[dict[str, object]] = []
+    # A later round's text starts a new paragraph, as the chat joins its rounds: `said`, some reply text went
+    # to the client; `paragraph`, a round began since.
+    said = paragraph = False
 
-    def observe(event: EngineEvent) -> None:
-        ledger.observe(event)
+    def observe(event: TurnEvent) -> None:
+        nonlocal said, paragraph
         if isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
             reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
             calls.append(StoredCall(event.record, event.text, reasoning))  # a `layers: auto` judge's call too
         elif isinstance(event, AggregatorFinished):
             calls.append(StoredCall(event.record, reasoning=event.reasoning))
+        if isinstance(event, AggregatorStarted):
+            paragraph = said
         if isinstance(event, ReplyDelta):
-            sink("delta", event.text)
+            sink("delta", f"\n\n{event.text}" if paragraph else event.text)
+            said, paragraph = True, False
         elif isinstance(event, ReasoningDelta) and event.role == "aggregator":
             sink("reasoning", event.text)  # a reasoning aggregator's thinking, as such servers stream it
         elif progress and (line := progress_line(event)) is not None:
             sink("progress", line)
 
-    engine = _CachingEngine(
-        config, preset, call=aggregator_call(request, call), cancel=cancel, observer=observe,
-        message_filter=model_filter(config), tracer=traced.append if traces else None,
-    )  # fmt: skip
-    engine.cache = cache
+    env = TurnEnv(
+        config,
+        call=aggregator_call(request, call),
+        cancel=cancel,
+        observer=observe,
+        tracer=traced.append if traces else None,
+        message_filter=model_filter(config),
+    )
+    # A streamed reply cannot start again once text has gone out; a whole one is sent only once it is whole.
+    plan = TurnPlan(preset, restart_cut_reply=not request.stream)
     own = OwnTools(config, preset) if read_tools else None
-    offered = own.offered(request.tools) if own is not None else request.tools
-    conversation, texts = list(request.messages), []
-    limit = preset.max_iterations or config.max_iterations
-    try:
-        while True:
-            reply = StreamAssembler()
-            engine.aggregate(conversation, offered, reply)
-            texts.append(reply.text)
-            asked = reply.tool_calls()
-            mine = [c for c in asked if own is not None and own.ours(c, request.tools)]
-            # The client's calls go back to it (a round with both: the client's alone); the server's own are
-            # answered here and the aggregator asked again, up to the preset's tool rounds.
-            if not mine or len(mine) < len(asked):
-                break
-            if engine.iteration >= limit:  # half an answer is not one: the turn fails, as the chat's does
-                message = f"stopped after {limit} tool rounds without a final answer (max_iterations: {limit})"
-                raise ApiError(502, message, kind="upstream_error", code="max_iterations")
-            assert own is not None
-            conversation.append(assistant(reply.text or None, [call.as_message_part() for call in mine]))
-            conversation += [tool_result(call.id, own.run(call, cancel)) for call in mine]
-            cancel.raise_if_cancelled()
-    except ApiError as exc:
-        return Failure(exc, ledger, tuple(calls), monotonic() - began, tuple(traced))
-    except Cancelled:
-        cancelled = ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
-        return Failure(cancelled, ledger, tuple(calls), monotonic() - began, tuple(traced))
-    except Exception as exc:
-        failed = upstream_error(exc, provider_secrets(config))
-        return Failure(failed, ledger, tuple(calls), monotonic() - began, tuple(traced))
-    client_calls = [c for c in reply.tool_calls() if own is None or not own.ours(c, request.tools)]
-    finish = reply.finish_reason or "stop"
-    if finish == "tool_calls" and not client_calls:
+    result = ToolLoop(env, plan, ClientTools(request.tools, own), cache).run(request.messages)
+    ledger, seconds = env.ledger, result.seconds
+    if result.status != "ok":
+        error = _turn_error(result, provider_secrets(config))
+        return Failure(error, ledger, tuple(calls), seconds, tuple(traced))
+    finish = result.finish_reason or "stop"
+    if finish == "tool_calls" and not result.handed_back:
         finish = "stop"
-    text = "".join(texts)
-    seconds = monotonic() - began
-    return Outcome(text, client_calls, finish, ledger, engine.reused, tuple(calls), seconds, tuple(traced))
+    handed_back = list(result.handed_back)
+    return Outcome(
+        result.text, handed_back, finish, ledger, result.guidance_reused, tuple(calls), seconds, tuple(traced)
+    )
+
+
+def _turn_error(result: TurnResult, secrets: tuple[str, ...]) -> ApiError:
+    """The error a failed, cut-off or cancelled turn is answered with."""
+    if result.status == "cancelled":
+        return ApiError(499, "the turn was cancelled", kind="server_error", code="cancelled")
+    cause = result.cause
+    if isinstance(cause, NoFinalAnswer):  # half an answer is not one: the turn fails, as the chat's does
+        return ApiError(502, str(cause), kind="upstream_error", code="max_iterations")
+    if cause is None:
+        return ApiError(
+            500, redact(result.error or "the turn failed", secrets), kind="server_error", code="internal_error"
+        )
+    return upstream_error(cause, secrets)
 
 
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
@@ -245,7 +227,7 @@ def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
     return ApiError(500, redact(describe_error(exc), secrets), kind="server_error", code="internal_error")
 
 
-def progress_line(event: EngineEvent) -> str | None:
+def progress_line(event: TurnEvent) -> str | None:
     """One line of the panel's progress, for a client that shows it (reasoning_content or an SSE comment)."""
     if isinstance(event, ReferenceStarted):
         return f"· {event.label} is answering\n"

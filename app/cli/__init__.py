@@ -142,7 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command `args` names (the chat when none); its exit status."""
     if args.command is None:
         gc.disable()  # the chat starts with the garbage collector paused (__main__.py); its first frame resumes it
     else:
@@ -248,8 +252,8 @@ def _tui_app(config: Config, args: argparse.Namespace, preset: Preset, notice: s
         store = None
         notice = "\n".join(filter(None, [notice, f"Conversations are not being saved: {exc}"]))
 
-    def session(approver: Approver) -> ChatSession:
-        chat_session = ChatSession(config, preset, approver=approver, store=store)
+    def session(approver: Approver, *, restart_cut_reply: bool) -> ChatSession:
+        chat_session = ChatSession(config, preset, approver=approver, store=store, restart_cut_reply=restart_cut_reply)
         if store is not None and wanted:
             latest = store.latest() if not args.session else None
             if not args.session and latest is None:

@@ -39,16 +39,21 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     except AttachmentError as exc:
         print(f"moa-chat: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    session = _session(config, preset, args)
-    if getattr(args, "system", None) is not None:
-        session.system_prompt = args.system
+    # At a terminal (or with --stream) the reply streams; into a pipe or a file it is written once whole, so
+    # a script never reads half a reply followed by a fresh one. Wherever a fresh reply can be shown as one,
+    # a reply cut off after text arrived is asked for once more (ReplyRestarted).
+    terminal, stream = _is_terminal(sys.stdout), bool(getattr(args, "stream", False))
+    streamed = stream or terminal
+    session = _session(config, preset, args, restart_cut_reply=bool(args.json) or terminal or not stream)
     preset = session.preset
     error, warning = session.preflight()
     if error:
+        _close(session)
         print(f"moa-chat: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
     if over:
+        _close(session)
         print(f"moa-chat: error: not sent: {over}; raise the limit or pass a cheaper preset", file=sys.stderr)
         return EXIT_USAGE
     for line in (notice, warning):
@@ -71,12 +76,6 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         # stream the reporting thread is reading.
         threading.Thread(target=cancel.cancel, name="moa-ask-reader-gone", daemon=True).start()
 
-    # At a terminal (or with --stream) the reply streams; into a pipe or a file it is written once whole, so
-    # a script never reads half a reply followed by a fresh one. Wherever a fresh reply can be shown as one,
-    # a reply cut off after text arrived is asked for once more (ReplyRestarted).
-    terminal, stream = _is_terminal(sys.stdout), bool(getattr(args, "stream", False))
-    streamed = stream or terminal
-    session.restart_cut_reply = bool(args.json) or terminal or not stream
     # --show-reasoning: the aggregator's thinking on stderr as it streams, faint at a terminal (never on stdout,
     # which stays the answer alone); --json carries it in the object instead.
     progress = Progress(
@@ -91,8 +90,21 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     try:
         session.start_mcp(report=lambda line: progress(Notice(line, "warning")))
         result = _send_interruptibly(session, content, progress, cancel, solo=bool(getattr(args, "solo", False)))
+    except BaseException:
+        _close(session)
+        raise
+    # The turn is over: its MCP servers begin to stop while the reply is written, and are waited for after it.
+    session.begin_close()
+    try:
+        return _report(preset, result, session, progress, args)
     finally:
-        session.close()
+        _close(session)
+
+
+def _report(
+    preset: Preset, result: TurnResult, session: ChatSession, progress: Progress, args: argparse.Namespace
+) -> int:
+    """Write the turn's reply (the JSON object with --json) and its last line on stderr; the exit status."""
     if args.json:
         reply = _as_json(preset, result, progress.thoughts)
         sys.stdout.write(inert_json(reply, indent=2, ensure_ascii=False) + "\n")
@@ -121,6 +133,14 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     return EXIT_OK
 
 
+def _close(session: ChatSession) -> None:
+    """Stop the session's MCP servers (waiting for them to exit) and close its store: the process then ends
+    without the interpreter's teardown (__main__.py), which would otherwise close the store."""
+    session.close()
+    if session.store is not None:
+        session.store.close()
+
+
 def _is_terminal(stream: object) -> bool:
     isatty = getattr(stream, "isatty", None)
     try:
@@ -129,7 +149,7 @@ def _is_terminal(stream: object) -> bool:
         return False
 
 
-def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSession:
+def _session(config: Config, preset: Preset, args: argparse.Namespace, *, restart_cut_reply: bool) -> ChatSession:
     """A new stored session, the one to continue (-c, --session), or none stored at all (--no-save).
     An explicit --preset wins over the preset a continued session last used."""
     wanted = getattr(args, "session", None)
@@ -137,7 +157,15 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace) -> ChatSe
         raise StoreError("--no-save cannot continue a stored session: drop one of them")
     store = None if args.no_save else SessionStore()
     # ask never prompts: --yes allows changes, --allow-local reaching local addresses; the rest is denied.
-    session = ChatSession(config, preset, allow_all=args.yes, allow_local=args.allow_local, store=store)
+    session = ChatSession(
+        config,
+        preset,
+        allow_all=args.yes,
+        allow_local=args.allow_local,
+        store=store,
+        system_prompt=getattr(args, "system", None),
+        restart_cut_reply=restart_cut_reply,
+    )
     if store is not None and (args.continue_ or wanted):
         latest = store.latest()
         if not wanted and latest is None:

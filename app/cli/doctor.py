@@ -22,6 +22,7 @@ from ..providers.local import INSTALL_HINT, installed_model
 from ..text.inert import inert
 from ..text.wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_OK
+from .windows_report import finder, slot_windows, window_lines
 
 ENDPOINT_TIMEOUT = 4.0
 
@@ -49,6 +50,7 @@ def doctor(config_path: Path | None, out: TextIO) -> int:
         checks.append(Check(True, f"config: {where}"))
     checks += _presets(config)
     checks += _keys_and_endpoints(config)
+    checks += _windows(config)
     checks.append(_local())
     checks.append(_data_folder())
     checks.append(_session_database())
@@ -98,6 +100,20 @@ def _keys_and_endpoints(config: Config) -> list[Check]:
     )
     if unused:
         checks.append(Check(None, f"bundled presets waiting for a key: {', '.join(unused)} (set one to use them)"))
+    return checks
+
+
+def _windows(config: Config) -> list[Check]:
+    """The context window of each model of your presets and of the one moa-chat starts on, and where it came
+    from; information, never a failure (an unknown window is learned from the first overflow)."""
+    chosen = {p.name: p for p in config.presets.values() if not p.bundled and p.name not in config.problems}
+    start = choose_start(config).preset
+    chosen.setdefault(start.name, start)
+    checks = []
+    hint = "; context_window: in the config states one"
+    for name, windows in slot_windows(config, chosen.values(), finder(config)).items():
+        for line in window_lines(windows):
+            checks.append(Check(None, f"windows of {name}: {line}{hint if 'unknown (' in line else ''}"))
     return checks
 
 

@@ -206,6 +206,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         what = ", ".join(s.name for s in systems)
         print(inert(f"moa-chat: eval {run_id}: {len(tasks)} tasks from {task_set.name} × {what}"), file=sys.stderr)
+        if args.resume:
+            print(_resumed(runner, len(tasks) * len(systems)), file=sys.stderr)
     started = clock.monotonic()
     signalled = _run_interruptibly(runner)
     interrupted = signalled is not None
@@ -251,15 +253,26 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    if summary.failures:
-        failed = len(summary.failures)
+    failed = len(summary.failures)
+    if failed:
         print(
             f"moa-chat: {failed} {'turn' if failed == 1 else 'turns'} failed and gave no answer (named under the "
             "table; counted as wrong)",
             file=sys.stderr,
         )
-        return EXIT_FAILED
-    return EXIT_OK
+    if (unjudged := summary.unjudged_line()) is not None:
+        # Scores are missing: the run is not whole, whatever the table shows.
+        print(inert(f"moa-chat: error: {unjudged}; each one's error is in {folder}/results.jsonl"), file=sys.stderr)
+    return EXIT_FAILED if failed or unjudged is not None else EXIT_OK
+
+
+def _resumed(runner: EvalRunner, total: int) -> str:
+    """What a resumed run kept and what is left: "moa-chat: resumed: 37 of 64 answers kept, 27 to run"."""
+    kept = sum(1 for task in runner.tasks for system in runner.systems if (task.id, system.name) in runner.answers)
+    line = f"moa-chat: resumed: {kept} of {total} answers kept, {total - kept} to run"
+    if runner.verdicts:
+        line += f"; {len(runner.verdicts)} judge verdicts kept"
+    return line
 
 
 def _is_terminal(stream: object) -> bool:

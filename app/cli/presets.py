@@ -1,7 +1,9 @@
 """`moa-chat presets`: every preset, its models, what it still needs, and the default.
 
 Listed in the order F3 cycles them: the user's presets as their file has them, then the bundled ones.
-A preset that cannot run says which variable to set; with --json, scripts get the same facts.
+A preset that cannot run says why in the words the chat and `moa-chat api` use ("needs OPENROUTER_API_KEY");
+with --json, scripts get the same facts. Ollama is asked first, so a preset on an Ollama that is not running
+says so.
 """
 
 from __future__ import annotations
@@ -9,17 +11,21 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from ..config import Config, Preset
+from ..config import Config, Preset, Slot
 from ..providers import Readiness, choose_start, cycle_order, readiness
 from ..providers.ollama import installed_models, not_pulled
 from .exit_codes import EXIT_OK
+from .windows_report import SlotWindow, finder, slot_windows, window_lines
 
 
 def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
+    models = installed_models(config)  # before readiness: a preset on an Ollama that did not answer cannot run
     default = choose_start(config).preset.name
     states = [readiness(config, preset) for preset in cycle_order(config)]
+    windows = slot_windows(config, (state.preset for state in states), finder(config))
     if as_json:
-        out.write(json.dumps([_as_dict(state, default) for state in states], indent=2) + "\n")
+        listed = [_as_dict(state, default, windows[state.preset.name]) for state in states]
+        out.write(json.dumps(listed, indent=2) + "\n")
         return EXIT_OK
     width = max(len(state.preset.name) for state in states)
     group = None
@@ -33,22 +39,28 @@ def list_presets(config: Config, out: TextIO, *, as_json: bool = False) -> int:
         mark = "*" if name == default else " "
         suffix = "  (default)" if name == default else ""
         out.write(f"{mark} {name:<{width}}  {preset.description}{suffix}\n")
-        out.write(f"  {'':<{width}}  references: {', '.join(slot.label for slot in preset.references)}\n")
+        out.write(f"  {'':<{width}}  references: {', '.join(map(_seats, preset.references))}\n")
         out.write(f"  {'':<{width}}  aggregator: {preset.aggregator.label}\n")
-        if state.missing:
-            verdict = "cannot run" if not state.runnable else "those references are skipped"
-            out.write(f"  {'':<{width}}  needs: {state.needs} (not set): {verdict}\n")
-        elif state.problem:
-            out.write(f"  {'':<{width}}  cannot run: {state.problem.split(': ', 1)[-1]}\n")
-        if preset.name == "ollama":
-            out.write(f"  {'':<{width}}  {_ollama_line(config, preset)}\n")
+        for number, window in enumerate(window_lines(windows[name])):
+            out.write(f"  {'':<{width}}  {'windows:' if number == 0 else '':<8} {window}\n")
+        if not state.runnable:
+            out.write(f"  {'':<{width}}  cannot run: {state.reason}\n")
+        elif state.missing:
+            out.write(f"  {'':<{width}}  references skipped: needs {state.needs}\n")
+        if preset.name == "ollama" and (line := _ollama_line(preset, models)):
+            out.write(f"  {'':<{width}}  {line}\n")
     return EXIT_OK
 
 
-def _ollama_line(config: Config, preset: Preset) -> str:
-    models = installed_models(config)
+def _seats(slot: Slot) -> str:
+    """A reference as the panel seats it: a model asked `samples:` times shows how many ("local:smollm2 ×3")."""
+    return f"{slot.label} ×{slot.samples}" if slot.samples > 1 else slot.label
+
+
+def _ollama_line(preset: Preset, models: tuple[str, ...] | None) -> str | None:
+    """What Ollama has for the ollama preset; nothing when it is not running (the preset's reason says so)."""
     if models is None:
-        return "Ollama is not running here (start it with `ollama serve`)"
+        return None
     if not models:
         return "Ollama runs here but has no models yet (`ollama pull llama3.2`)"
     missing = not_pulled(preset, models)  # as the F2 picker says it
@@ -56,7 +68,7 @@ def _ollama_line(config: Config, preset: Preset) -> str:
     return f"Ollama has: {', '.join(models)}{note} (use any: --reference ollama:NAME)"
 
 
-def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
+def _as_dict(state: Readiness, default: str, windows: list[SlotWindow]) -> dict[str, Any]:
     preset: Preset = state.preset
     return {
         "name": preset.name,
@@ -67,5 +79,7 @@ def _as_dict(state: Readiness, default: str) -> dict[str, Any]:
         "aggregator": preset.aggregator.label,
         "runnable": state.runnable,
         "missing_keys": sorted(set(state.missing.values())),
+        "reason": state.reason,
         "problem": state.problem,
+        "windows": [seat.as_json() for seat in windows],
     }

@@ -23,7 +23,7 @@ from ..engine import (
     ReplyDelta,
     ReplyRestarted,
 )
-from ..session import Event, Notice, ServerStart, ToolCallEvent
+from ..session import Notice, ServerStart, ToolCallEvent, TurnEvent
 from ..text.inert import inert
 from ..text.wording import plural
 from ..tools.registry import summarize_arguments
@@ -72,7 +72,7 @@ class Progress:
         written = self._whole[1].tell() if self._whole is not None else 0
         return written, self._wrote_reply, self._any_reply, self._after_tools, self._ends_line
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TurnEvent) -> None:
         with self._lock:
             if isinstance(event, ReasoningDelta):
                 if self.show_reasoning and event.role == "aggregator":
@@ -175,7 +175,7 @@ class Progress:
         if self._reader_gone is not None:
             self._reader_gone()
 
-    def _describe(self, event: Event) -> str | None:
+    def _describe(self, event: TurnEvent) -> str | None:
         if isinstance(event, ReferenceStarted):
             return f"  … {event.label}"
         if isinstance(event, ReferenceFinished):

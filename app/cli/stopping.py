@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 from .exit_codes import EXIT_INTERRUPTED
 
@@ -20,20 +21,29 @@ class Signalled(Exception):
         self.number = number
 
 
-def _raise(number: int, _frame: object) -> None:
+def _raise(number: int, _frame: FrameType | None) -> None:
     raise Signalled(number)
 
 
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """While the block runs, SIGTERM and SIGHUP raise Signalled in the main thread; their handlers are restored
-    after it."""
-    previous = {number: signal.signal(number, _raise) for number in STOPPING}
+    """While the block runs, SIGTERM and SIGHUP raise Signalled in the main thread, and SIGINT
+    KeyboardInterrupt; their handlers are restored after it.
+
+    SIGINT is heard even when the process started with it ignored, as a shell without job control starts every
+    background command (`moa-chat ask … &` in a script, a CI step): a SIGINT sent to it would otherwise go
+    unheard, and the work run on. A SIGTERM or SIGHUP ignored at the start stays ignored: that is what `nohup`
+    (or `trap '' TERM`) asks for."""
+    handlers: dict[int, Callable[[int, FrameType | None], object]] = {signal.SIGINT: signal.default_int_handler}
+    for stopping in STOPPING:
+        if signal.getsignal(stopping) is not signal.SIG_IGN:
+            handlers[stopping] = _raise
+    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 def exit_status(number: int) -> int:

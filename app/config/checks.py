@@ -28,6 +28,7 @@ Parsed = TypeVar("Parsed")
 SECONDS_AT_MOST = 86_400.0  # a day: time limits, waits, deadlines
 RETRIES_AT_MOST = 100
 MAX_TOKENS_AT_MOST = 10_000_000
+WINDOW_AT_MOST = 100_000_000  # tokens in a context window (the largest models read about ten million)
 WORKERS_AT_MOST = 256
 SAMPLES_AT_MOST = 64
 LAYERS_AT_MOST = 16

@@ -21,6 +21,11 @@ PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
 BUNDLED_PREFIX = "presets/"
 AUTO = "auto"  # `layers: auto`
 DEFAULT_MAX_LAYERS = 3  # under `layers: auto`, when `max_layers:` is not set
+# Compaction starts before a turn would fill more than this share of the smallest window among a preset's slots.
+DEFAULT_COMPACT_AT = 0.8
+# The tokens kept free in a window for a slot's answer when the slot sets no `max_tokens:` (a preset's
+# `output_reserve:` changes it): room for a long answer without giving up most of an 8k window.
+DEFAULT_OUTPUT_RESERVE = 2048
 
 
 class ConfigError(Exception):
@@ -72,6 +77,7 @@ class Slot:
     extra_body: dict[str, object] | None = None  # sent as written, beside the request's own fields
     enabled: bool = True
     samples: int = 1  # Self-MoA: ask this model this many times (references only)
+    context_window: int | None = None  # tokens this model reads, as the config states it (None: not stated)
 
     @property
     def label(self) -> str:
@@ -104,6 +110,9 @@ class Preset:
     anonymous: bool = False  # label them "Reference 1..n", without model names
     max_cost_per_turn: float | None = None  # dollars; a turn estimated above it is asked about (or refused)
     save_traces: bool | None = None  # None: the global `save_traces:` applies
+    compact_model: Slot | None = None  # who summarises older exchanges (None: the aggregator)
+    compact_at: float = DEFAULT_COMPACT_AT  # share of the tightest window a turn may fill before compaction
+    output_reserve: int = DEFAULT_OUTPUT_RESERVE  # tokens kept for an answer when a slot sets no max_tokens
 
     @property
     def references(self) -> tuple[Slot, ...]:
@@ -114,6 +123,16 @@ class Preset:
     def agreement_judge(self) -> Slot:
         """The model asked whether the references agree, under `layers: auto`."""
         return self.agreement if self.agreement is not None else self.aggregator
+
+    @property
+    def compactor(self) -> Slot:
+        """The model that summarises a conversation's older exchanges."""
+        return self.compact_model if self.compact_model is not None else self.aggregator
+
+    def reserve_for(self, slot: Slot) -> int:
+        """Tokens a request to `slot` leaves free in its window for the answer: its max_tokens, else the
+        preset's output_reserve."""
+        return slot.max_tokens if slot.max_tokens is not None else self.output_reserve
 
     @property
     def providers(self) -> set[str]:
@@ -157,6 +176,13 @@ NETWORK_KEYS = tuple(f.name for f in fields(NetworkLimits))
 
 
 @dataclass(frozen=True)
+class ProviderModel:
+    """What the config states about one of a provider's models (`providers: NAME: models: MODEL:`)."""
+
+    context_window: int | None = None  # tokens the model reads
+
+
+@dataclass(frozen=True)
 class ProviderConfig:
     """An OpenAI-compatible endpoint. Keys never live here, only the name of the variable holding one."""
 
@@ -167,6 +193,7 @@ class ProviderConfig:
     max_retries: int | None = None
     # This provider's own `network:` settings (a local server may need longer for its first byte).
     network: NetworkOverrides = field(default_factory=lambda: NetworkOverrides())
+    models: dict[str, ProviderModel] = field(default_factory=dict)  # by the model's id, as requests name it
 
 
 @dataclass(frozen=True)
@@ -214,6 +241,17 @@ class Config:
     def system_prompt_for(self, preset: Preset) -> str | None:
         """The system prompt a turn on `preset` starts with: the preset's own, else the global one."""
         return preset.system_prompt if preset.system_prompt is not None else self.system_prompt
+
+    def stated_window(self, slot: Slot) -> tuple[int, str] | None:
+        """The context window the config states for `slot`, with where: its own `context_window:`, else its
+        provider's `models:` entry; None when the config says nothing."""
+        if slot.context_window is not None:
+            return slot.context_window, f"context_window on the slot {slot.label}"
+        spec = self.providers.get(slot.provider)
+        entry = spec.models.get(slot.model) if spec is not None else None
+        if entry is not None and entry.context_window is not None:
+            return entry.context_window, f"providers: {slot.provider}: models: {slot.model}: context_window"
+        return None
 
     def limits(self, provider: str) -> NetworkLimits:
         """The time limits and retries for calls to `provider`: its own settings over the global ones."""

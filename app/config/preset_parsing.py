@@ -14,6 +14,7 @@ from .checks import (
     QUORUM_AT_MOST,
     SAMPLES_AT_MOST,
     SECONDS_AT_MOST,
+    WINDOW_AT_MOST,
     WORKERS_AT_MOST,
     Checker,
     YamlMapping,
@@ -25,8 +26,10 @@ from .checks import (
 from .model import (
     AUTO,
     BUNDLED_PREFIX,
+    DEFAULT_COMPACT_AT,
     DEFAULT_MAX_LAYERS,
     DEFAULT_MAX_WORKERS,
+    DEFAULT_OUTPUT_RESERVE,
     FANOUT_MODES,
     ConfigError,
     Preset,
@@ -46,6 +49,7 @@ SLOT_KEYS = (
     "extra_body",
     "enabled",
     "samples",
+    "context_window",
 )
 PRESET_KEYS = (
     "description",
@@ -68,6 +72,9 @@ PRESET_KEYS = (
     "anonymous",
     "max_cost_per_turn",
     "save_traces",
+    "compact_model",
+    "compact_at",
+    "output_reserve",
 )
 
 
@@ -100,6 +107,9 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
         )
     enabled = check.flag(body.get("enabled", True), body, "enabled", what)
     samples = check.whole_number_or(1, body.get("samples"), body, "samples", what, at_most=SAMPLES_AT_MOST)
+    context_window = check.whole_number(
+        body.get("context_window"), body, "context_window", what, at_most=WINDOW_AT_MOST
+    )
     return Slot(
         provider=names[0],
         model=names[1],
@@ -110,6 +120,7 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
         extra_body={str(k): plain(v) for k, v in extra_body.items()} if extra_body is not None else None,
         enabled=enabled,
         samples=samples,
+        context_window=context_window,
     )
 
 
@@ -176,6 +187,11 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
     shuffle = check.flag(body.get("shuffle", False), body, "shuffle", what)
     anonymous = check.flag(body.get("anonymous", False), body, "anonymous", what)
     save_traces = check.flag(body.get("save_traces", False), body, "save_traces", what)
+    compact_model = parse_model_choice(body, "compact_model", check, what, "the model that summarises older exchanges")
+    compact_at = check.number(body.get("compact_at"), body, "compact_at", what, minimum=0.1, maximum=1.0)
+    output_reserve = check.whole_number_or(
+        DEFAULT_OUTPUT_RESERVE, body.get("output_reserve"), body, "output_reserve", what, at_most=MAX_TOKENS_AT_MOST
+    )
     return Preset(
         name=name,
         reference_models=slots,
@@ -199,6 +215,9 @@ def parse_preset(name: str, body: object, check: Checker, parent: object = None)
         anonymous=anonymous,
         max_cost_per_turn=max_cost,
         save_traces=save_traces if "save_traces" in body else None,
+        compact_model=compact_model,
+        compact_at=float(compact_at) if compact_at is not None else DEFAULT_COMPACT_AT,
+        output_reserve=output_reserve,
     )
 
 
@@ -229,26 +248,24 @@ def parse_layers(
     most = check.whole_number_or(
         DEFAULT_MAX_LAYERS, body.get("max_layers"), body, "max_layers", what, minimum=2, at_most=LAYERS_AT_MOST
     )
-    spec = body.get("agreement")
-    judge: Slot | None = None
+    return most, True, parse_model_choice(body, "agreement", check, what, "the model that judges agreement")
+
+
+def parse_model_choice(body: YamlMapping, key: str, check: Checker, what: str, role: str) -> Slot | None:
+    """A preset's choice of one model under `key`: `provider:model`, or a slot mapping; None when left out."""
+    spec = body.get(key)
     if isinstance(spec, dict):
-        judge = parse_slot(spec, check, f"{what} agreement", body, "agreement")
-    elif isinstance(spec, str):
+        return parse_slot(spec, check, f"{what} {key}", body, key)
+    if isinstance(spec, str):
         provider, colon, model = spec.strip().partition(":")
         if not colon or not provider.strip() or not model.strip():
-            raise check.error(
-                body,
-                f"{what}: agreement must be provider:model (the model that judges agreement), not {spec!r}",
-                "agreement",
-            )
-        judge = Slot(provider=provider.strip(), model=model.strip())
-    elif spec is not None:
+            raise check.error(body, f"{what}: {key} must be provider:model ({role}), not {spec!r}", key)
+        return Slot(provider=provider.strip(), model=model.strip())
+    if spec is not None:
         raise check.error(
-            body,
-            f"{what}: agreement must be provider:model or a mapping with provider: and model:, not {kind(spec)}",
-            "agreement",
+            body, f"{what}: {key} must be provider:model or a mapping with provider: and model:, not {kind(spec)}", key
         )
-    return most, True, judge
+    return None
 
 
 def bundled_presets() -> dict[str, Preset]:
@@ -288,10 +305,13 @@ def unknown_providers(
             bodies = [body.get("aggregator"), *(references if isinstance(references, list) else [])]
         slots = [("aggregator", preset.aggregator)]
         slots += [(f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)]
-        if preset.auto_layers and preset.agreement is not None:
-            slots.append(("agreement", preset.agreement))
-            agreement = body.get("agreement") if isinstance(body, dict) else None
-            bodies.append(agreement if isinstance(agreement, dict) else body)
+        chosen = [("agreement", preset.agreement if preset.auto_layers else None)]
+        chosen.append(("compact_model", preset.compact_model))
+        for key, choice_slot in chosen:
+            if choice_slot is not None:
+                slots.append((key, choice_slot))
+                spec = body.get(key) if isinstance(body, dict) else None
+                bodies.append(spec if isinstance(spec, dict) else body)
         for (where, slot), slot_body in zip(slots, bodies, strict=True):
             if slot.provider in providers or not slot.enabled:
                 continue
@@ -301,7 +321,7 @@ def unknown_providers(
                 f"preset {name!r} {where}: unknown provider {slot.provider!r}"
                 f"{did_you_mean(slot.provider, providers)}; define it under providers: (base_url:, api_key_env:) "
                 f"or use one of: {', '.join(sorted(providers))}",
-                "provider" if in_slot else "agreement" if where == "agreement" else None,
+                "provider" if in_slot else where if where in ("agreement", "compact_model") else None,
             )
             found.setdefault(name, error)
     return found
@@ -310,10 +330,12 @@ def unknown_providers(
 def check_no_recursion(presets: dict[str, Preset], providers: dict[str, ProviderConfig], check: Checker) -> None:
     for preset in presets.values():
         judge = (("agreement", preset.agreement),) if preset.auto_layers and preset.agreement is not None else ()
+        compactor = (("compact_model", preset.compact_model),) if preset.compact_model is not None else ()
         for slot_name, slot in (
             ("aggregator", preset.aggregator),
             *((f"reference {i + 1}", s) for i, s in enumerate(preset.reference_models)),
             *judge,
+            *compactor,
         ):
             if slot.provider == "moa" or (slot.provider in presets and slot.provider not in providers):
                 raise ConfigError(

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .checks import DOLLARS_AT_MOST, RETRIES_AT_MOST, SECONDS_AT_MOST, Checker, YamlMapping, kind
-from .model import ConfigError, McpServerConfig, NetworkOverrides, ProviderConfig
+from .checks import (
+    DOLLARS_AT_MOST,
+    RETRIES_AT_MOST,
+    SECONDS_AT_MOST,
+    WINDOW_AT_MOST,
+    Checker,
+    YamlMapping,
+    kind,
+)
+from .model import ConfigError, McpServerConfig, NetworkOverrides, ProviderConfig, ProviderModel
 from .pricing import Price
 
 TimeLimit = Literal["connect_timeout", "first_token_timeout", "stall_timeout"]
 PROVIDER_TIME_LIMITS = ("connect_timeout", "first_token_timeout", "stall_timeout", "max_retry_wait")
-PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries", *PROVIDER_TIME_LIMITS)
+PROVIDER_KEYS = ("base_url", "api_key_env", "headers", "max_retries", *PROVIDER_TIME_LIMITS, "models")
+PROVIDER_MODEL_KEYS = ("context_window",)
 MCP_SERVER_KEYS = ("command", "args", "env", "cwd")
 # Each time-limit key to itself, typed as the key of NetworkOverrides it sets.
 _TIME_LIMITS: dict[str, TimeLimit] = {
@@ -59,6 +68,8 @@ def parse_provider(
     )
     network = builtin.network.copy() if builtin else NetworkOverrides()
     network.update(parse_limits({k: v for k, v in body.items() if k in PROVIDER_TIME_LIMITS}, check, what, body))
+    models = dict(builtin.models) if builtin else {}
+    models.update(parse_provider_models(body.get("models"), check, what, body))
     return ProviderConfig(
         name=name,
         base_url=base_url if isinstance(base_url, str) else None,
@@ -66,7 +77,25 @@ def parse_provider(
         headers={str(k): str(v) for k, v in headers.items()},
         max_retries=max_retries,
         network=network,
+        models=models,
     )
+
+
+def parse_provider_models(value: object, check: Checker, what: str, parent: YamlMapping) -> dict[str, ProviderModel]:
+    """`models: {MODEL: {context_window: 200000}}` under a provider: what the config states about its models,
+    by the id requests name them with."""
+    if value is None:
+        return {}
+    table = check.mapping(value, f"{what}: models", parent, "models")
+    models = {}
+    for model, body in table.items():
+        where = f"{what} model {model!r}"
+        if not isinstance(body, dict):
+            raise check.error(table, f"{where} must be a mapping such as {{context_window: 128000}}", model)
+        check.check_keys(body, PROVIDER_MODEL_KEYS, where)
+        window = check.whole_number(body.get("context_window"), body, "context_window", where, at_most=WINDOW_AT_MOST)
+        models[str(model)] = ProviderModel(context_window=window)
+    return models
 
 
 def parse_limits(body: YamlMapping, check: Checker, what: str, parent: YamlMapping | None = None) -> NetworkOverrides:

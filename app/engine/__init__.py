@@ -1,8 +1,8 @@
 """The MoA engine: the reference fan-out, the guidance, the aggregator phase, events and cancellation."""
 
-from .agreement import AnswerExtractor
 from .cancel import Cancelled, CancelToken
 from .engine import MoAEngine
+from .env import AnswerExtractor, TurnEnv, TurnPlan
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
@@ -10,8 +10,8 @@ from .events import (
     CallRecord,
     CallRetrying,
     EngineEvent,
-    EngineObserver,
     LayersDecided,
+    Observer,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
@@ -20,6 +20,8 @@ from .events import (
     ReferenceStarted,
     ReplyDelta,
     ReplyRestarted,
+    ToolCallEvent,
+    TurnEvent,
 )
 from .retry import RetryPolicy
 
@@ -33,9 +35,9 @@ __all__ = [
     "CancelToken",
     "Cancelled",
     "EngineEvent",
-    "EngineObserver",
     "LayersDecided",
     "MoAEngine",
+    "Observer",
     "ReasoningDelta",
     "ReferenceFinished",
     "ReferenceProgress",
@@ -45,4 +47,8 @@ __all__ = [
     "ReplyDelta",
     "ReplyRestarted",
     "RetryPolicy",
+    "ToolCallEvent",
+    "TurnEnv",
+    "TurnEvent",
+    "TurnPlan",
 ]

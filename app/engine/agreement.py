@@ -9,21 +9,20 @@ answers AGREE or DISAGREE; it is a call like any other, with its record, tokens 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config import Config, Preset
-from ..llm import CallLLM, LLMCallError, TimedOut, describe_error
+from ..config import Preset
+from ..llm import LLMCallError, TimedOut, describe_error
 from ..llm.messages import Message, system, user
 from ..prompts import AGREEMENT_HEADER, AGREEMENT_PROMPT, message_text
-from .calls import MessageFilter, ModelCall, Tracer, slot_request
-from .cancel import Cancelled, CancelToken
-from .events import AgreementChecked, CallRecord, CallStatus, EngineObserver, ReferenceFinished, emit
+from .calls import ModelCall, slot_request
+from .cancel import Cancelled
+from .env import AnswerExtractor, TurnEnv
+from .events import AgreementChecked, CallRecord, CallStatus, ReferenceFinished
 from .guidance import cut_middle, reference_view
-
-# The final answer an answer states, as a caller reads it (None: it states none it can find). Compared
-# exactly, after stripping whitespace: the extractor normalises (case, number format, a choice's letter).
-AnswerExtractor = Callable[[str], str | None]
+from .panel import Seat
+from .reading import Reading
 
 # How much of each answer the judge reads: enough for its conclusion, which sits at its start or its end.
 ANSWER_HEAD = 3_000
@@ -82,20 +81,8 @@ def agreement_messages(messages: Sequence[Message], answers: Sequence[ReferenceF
 class AgreementCheck:
     """After each layer but the last of a `layers: auto` preset: do the layer's references agree?"""
 
-    def __init__(
-        self,
-        config: Config,
-        preset: Preset,
-        *,
-        call: CallLLM,
-        cancel: CancelToken,
-        observer: EngineObserver | None,
-        extractor: AnswerExtractor | None = None,
-        tracer: Tracer | None = None,
-        message_filter: MessageFilter | None = None,
-    ) -> None:
-        self.config, self.preset, self.call, self.cancel, self.observer = config, preset, call, cancel, observer
-        self.extractor, self.tracer, self.message_filter = extractor, tracer, message_filter
+    def __init__(self, env: TurnEnv, preset: Preset, extractor: AnswerExtractor | None = None) -> None:
+        self.env, self.preset, self.extractor = env, preset, extractor
 
     def check(
         self, messages: Sequence[Message], results: Sequence[ReferenceFinished], *, layer: int, iteration: int
@@ -111,7 +98,7 @@ class AgreementCheck:
             verdict = compare_extracted(answers, self.extractor)
         else:
             verdict, record, text = self._judge(messages, answers, layer=layer, iteration=iteration)
-        emit(self.observer, AgreementChecked(layer, verdict.agreed, verdict.reason, record, text))
+        self.env.emit(AgreementChecked(layer, verdict.agreed, verdict.reason, record, text))
         return verdict
 
     def _judge(
@@ -119,7 +106,7 @@ class AgreementCheck:
     ) -> tuple[Verdict, CallRecord, str]:
         judge = self.preset.agreement_judge
         request = slot_request(
-            self.config,
+            self.env.config,
             judge,
             task="moa_agreement",
             messages=agreement_messages(messages, answers),
@@ -128,24 +115,13 @@ class AgreementCheck:
             timeout=judge.timeout if judge.timeout is not None else self.preset.reference_timeout,
             max_retries=0,  # the retries are ModelCall's
         )
-        model_call = ModelCall(
-            role="agreement",
-            slot=judge,
-            request=request,
-            call=self.call,
-            cancel=self.cancel,
-            iteration=iteration,
-            layer=layer,
-            limits=self.config.limits(judge.provider),
-            price=self.config.price(judge.label),
-            tracer=self.tracer,
-            message_filter=self.message_filter,
-        )
+        seat = Seat(index=0, layer=layer, slot=judge, label=judge.label)
+        model_call = ModelCall(self.env, "agreement", seat, request, iteration=iteration)
         try:
-            model_call.run(lambda _text: None)
+            model_call.run(Reading(lambda _text: None))
         except Cancelled:
             record = model_call.record("cancelled", "cancelled by the user")
-            emit(self.observer, AgreementChecked(layer, False, "cancelled", record))
+            self.env.emit(AgreementChecked(layer, False, "cancelled", record))
             raise
         except TimedOut as exc:
             return self._failed(model_call, "timeout", exc.reason)

@@ -12,85 +12,55 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
-from ..config import Config, Preset
-from ..llm import CallLLM, CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, call_llm_request, describe_error
+from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, describe_error
 from ..llm.messages import Message, StreamOptions, ToolSpec
-from .agreement import AgreementCheck, AnswerExtractor
-from .calls import MessageFilter, ModelCall, Tracer, slot_request
-from .cancel import Cancelled, CancelToken
+from .agreement import AgreementCheck
+from .calls import ModelCall, slot_request
+from .cancel import Cancelled
+from .env import TurnEnv, TurnPlan
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
     CallRecord,
     CallStatus,
-    EngineObserver,
     LayersDecided,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceQueued,
     ReplyDelta,
     ReplyRestarted,
-    emit,
 )
 from .fanout import FanOut
-from .guidance import continues_after_user, guidance_message, layer_message, reference_messages, turn_key
-from .panel import layer_panel
+from .guidance import (
+    GuidanceMemory,
+    LastGuidance,
+    continues_after_user,
+    guidance_message,
+    layer_message,
+    reference_messages,
+    turn_hash,
+)
+from .panel import Seat, layer_panel
+from .reading import Reading
 
 
 class MoAEngine:
-    def __init__(
-        self,
-        config: Config,
-        preset: Preset,
-        *,
-        call: CallLLM = call_llm_request,
-        cancel: CancelToken | None = None,
-        observer: EngineObserver | None = None,
-        references: tuple[ReferenceFinished, ...] | None = None,
-        solo: bool = False,
-        rng: random.Random | None = None,
-        tracer: Tracer | None = None,
-        message_filter: MessageFilter | None = None,
-        restart_cut_reply: bool = False,
-        answer_extractor: AnswerExtractor | None = None,
-    ) -> None:
-        self.config, self.preset = config, preset
-        # Ask the aggregator once more when its reply is cut off after text arrived (ReplyRestarted): for a
-        # front end that can show the fresh reply as one, the cut-off text as an earlier version.
-        self.restart_cut_reply = restart_cut_reply
-        # Solo: the aggregator alone, no references and no guidance (a quick question).
-        self.solo = solo
-        self.tracer = tracer  # every finished call's request and answer (save_traces)
-        self.message_filter = message_filter  # applied to every request's messages (privacy_filter: full)
-        self._rng = rng or random.Random()
+    def __init__(self, env: TurnEnv, plan: TurnPlan, guidance: GuidanceMemory | None = None) -> None:
+        """`guidance` keeps the references' answers of a user turn for its later rounds (`fanout: user_turn`):
+        by default this engine's own rounds; the seed's facade and the API keep them across calls."""
+        self.env, self.plan, self.preset = env, plan, plan.preset
+        self._guidance = guidance if guidance is not None else LastGuidance()
+        self._rng = plan.rng or random.Random()
         # The order the last layer's answers were shown to the aggregator in (indices), with `shuffle:`.
         self.reference_order: list[int] | None = None
-        # Answers given (a regeneration's stored ones) serve every round: no reference is asked.
-        self._given = references
-        self.call = call
-        self.cancel = cancel or CancelToken()
-        self.observer = observer
         self.iteration = 0  # aggregator rounds so far
         self.last_references: tuple[ReferenceFinished, ...] = ()  # the latest fan-out's answers
+        self.guidance_reused = False  # a round used answers kept from an earlier one (or an earlier request)
         # How many layers the latest fan-out ran, and (`layers: auto`) why no more: for the turn's result.
         self.layers_run = 0
         self.layers_reason: str | None = None
         # `layers: auto`: reads the answers when the caller can (an eval task's checker), else asks a judge.
-        self._agreement = (
-            AgreementCheck(
-                config,
-                preset,
-                call=call,
-                cancel=self.cancel,
-                observer=observer,
-                extractor=answer_extractor,
-                tracer=tracer,
-                message_filter=message_filter,
-            )
-            if preset.auto_layers
-            else None
-        )
-        self._guidance: tuple[str | None, tuple[ReferenceFinished, ...]] | None = None
+        self._agreement = AgreementCheck(env, self.preset, plan.answer_extractor) if self.preset.auto_layers else None
 
     # ------------------------------------------------------------------ references
 
@@ -108,22 +78,10 @@ class MoAEngine:
             first_index += len(seats)
             if layer > 1 and not any(r.status == "ok" for r in layer_results):
                 earlier = None  # nothing to weigh: the layer answers afresh
-            fanout = FanOut(
-                self.config,
-                self.preset,
-                reference_messages(messages, earlier),
-                call=self.call,
-                cancel=self.cancel,
-                observer=self.observer,
-                iteration=iteration,
-                seats=seats,
-                tracer=self.tracer,
-                message_filter=self.message_filter,
-            )
-            layer_results = fanout.run()
+            layer_results = FanOut(self.env, self.preset, reference_messages(messages, earlier), seats, iteration).run()
             results += layer_results
             self.layers_run = layer
-            self.cancel.raise_if_cancelled()
+            self.env.cancel.raise_if_cancelled()
             if self._agreement is None:
                 continue
             if layer == most:
@@ -134,30 +92,35 @@ class MoAEngine:
                 self.layers_reason = verdict.reason
                 break
         if self.layers_reason is not None:
-            emit(self.observer, LayersDecided(self.layers_run, most, self.layers_reason))
+            self.env.emit(LayersDecided(self.layers_run, most, self.layers_reason))
         self.last_references = tuple(results)
         return self.last_references
 
     def consult(self, messages: Sequence[Message], *, iteration: int) -> tuple[tuple[ReferenceFinished, ...], bool]:
-        """The references' answers for this round, and whether they were reused from earlier in the turn."""
-        if self.solo:
+        """The references' answers for this round, and whether they were kept from an earlier round (or, for
+        the facade and the API, an earlier request of the same user turn)."""
+        plan = self.plan
+        if plan.solo:
             return (), False
-        if self._given is not None:
+        if plan.given is not None:
             first = not self.last_references
             if first:
-                self.last_references = self._replay(self._given, iteration)
-                self.layers_run = max((r.record.layer for r in self._given), default=0)
+                self.last_references = self._replay(plan.given, iteration)
+                self.layers_run = max((r.record.layer for r in plan.given), default=0)
                 if self.preset.auto_layers:  # no check runs: the stored answers' layers are the turn's
                     self.layers_reason = "the stored answers"
-                    emit(self.observer, LayersDecided(self.layers_run, self.preset.layers, self.layers_reason))
+                    self.env.emit(LayersDecided(self.layers_run, self.preset.layers, self.layers_reason))
             return self.last_references, not first
-        reuse = self.preset.fanout == "user_turn"
         # Serialising the conversation is only worth it when the guidance may be reused.
-        key = turn_key(messages) if reuse else None
-        if reuse and continues_after_user(messages) and self._guidance is not None and self._guidance[0] == key:
-            return self._guidance[1], True
+        key = turn_hash(self.preset.name, messages) if self.preset.fanout == "user_turn" else None
+        if key is not None and continues_after_user(messages):
+            kept = self._guidance.get(key)
+            if kept is not None:
+                self.last_references, self.guidance_reused = kept, True
+                return kept, True
         results = self.run_references(messages, iteration=iteration)
-        self._guidance = (key, results)
+        if key is not None:
+            self._guidance.put(key, results)
         return results, False
 
     def _replay(self, given: tuple[ReferenceFinished, ...], iteration: int) -> tuple[ReferenceFinished, ...]:
@@ -168,8 +131,8 @@ class MoAEngine:
             for r in given
         )
         for result in replayed:
-            emit(self.observer, ReferenceQueued(result.index, result.label))
-            emit(self.observer, result)
+            self.env.emit(ReferenceQueued(result.index, result.label))
+            self.env.emit(result)
         return replayed
 
     # ------------------------------------------------------------------ the aggregator
@@ -183,30 +146,30 @@ class MoAEngine:
         timeout: Timeout | None = None,
         stream_options: StreamOptions | None = None,
         max_retries: int | None = None,
+        assembler: StreamAssembler | None = None,
     ) -> ModelCall:
         """Consult the references, announce the round, and prepare the aggregator's request."""
         iteration = self.iteration + 1
         results, reused = self.consult(messages, iteration=iteration)
-        self.cancel.raise_if_cancelled()
+        self.env.cancel.raise_if_cancelled()
         self.iteration = iteration
         aggregator = self.preset.aggregator
         shown = self._guidance_order(results, reused)
-        emit(
-            self.observer,
+        self.env.emit(
             AggregatorStarted(
                 label=aggregator.label,
                 iteration=iteration,
                 references_ok=sum(r.status == "ok" for r in shown),
                 references_total=len(shown),
                 guidance_reused=reused,
-            ),
+            )
         )
         guidance: list[Message] = (
-            [] if self.solo else [guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)]
+            [] if self.plan.solo else [guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)]
         )
         # A streamed reply's caller may set its own read timeout (the seed's facade forwards the consumer's).
         request = slot_request(
-            self.config,
+            self.env.config,
             aggregator,
             task="moa_aggregator",
             messages=[*messages, *guidance],
@@ -217,18 +180,8 @@ class MoAEngine:
             timeout=timeout if stream and timeout is not None else aggregator.timeout,
             max_retries=max_retries,
         )
-        return ModelCall(
-            role="aggregator",
-            slot=aggregator,
-            request=request,
-            call=self.call,
-            cancel=self.cancel,
-            iteration=iteration,
-            limits=self.config.limits(aggregator.provider),
-            price=self.config.price(aggregator.label),
-            tracer=self.tracer,
-            message_filter=self.message_filter,
-        )
+        seat = Seat(index=0, layer=1, slot=aggregator, label=aggregator.label)
+        return ModelCall(self.env, "aggregator", seat, request, iteration=iteration, assembler=assembler)
 
     def _guidance_order(self, results: tuple[ReferenceFinished, ...], reused: bool) -> list[ReferenceFinished]:
         """The last layer's answers, in the order the aggregator sees them: the preset's, or with
@@ -268,25 +221,23 @@ class MoAEngine:
         piece), and the round's record. On a failure or a cancel, `reply` keeps what arrived, the round is
         still recorded, and the exception (LLMCallError or Cancelled) propagates."""
         # The retries are ModelCall's (see engine/retry.py), not the SDK's.
-        call = self._aggregator_call(messages, tools, stream=True, max_retries=0)
-        call.assembler = reply
+        call = self._aggregator_call(messages, tools, stream=True, max_retries=0, assembler=reply)
+        emit = self.env.emit
 
         def finished(status: CallStatus, error: str | None = None) -> CallRecord:
             record = call.record(status, error)
-            emit(self.observer, AggregatorFinished(record, call.assembler.reasoning))
+            emit(AggregatorFinished(record, reply.reasoning))
             return record
 
-        def restarted(exc: CutOff, text: str) -> None:
-            emit(self.observer, ReplyRestarted(call.label, call.iteration, exc.reason, text))
+        def restarted(exc: LLMCallError, text: str) -> None:
+            emit(ReplyRestarted(call.label, call.iteration, exc.reason, text))
 
+        reading = Reading(
+            lambda text: emit(ReplyDelta(text)),
+            on_reasoning=lambda text: emit(ReasoningDelta(call.label, "aggregator", text)),
+        )
         try:
-            call.run(
-                lambda text: emit(self.observer, ReplyDelta(text)),
-                on_retry=lambda event: emit(self.observer, event),
-                restarts=1 if self.restart_cut_reply else 0,
-                on_restart=restarted,
-                on_reasoning=lambda text: emit(self.observer, ReasoningDelta(call.label, "aggregator", text)),
-            )
+            call.run(reading, fresh_reply=self.plan.restart_cut_reply, on_retry=emit, on_restart=restarted)
         except Cancelled:
             finished("cancelled", "cancelled by the user")
             raise

@@ -1,9 +1,10 @@
-"""What the engine reports while it runs, and the record it keeps of every model call.
+"""What a turn reports while it runs, and the record it keeps of every model call.
 
-Plain frozen dataclasses: the TUI renders them, `ask` prints them, the session's usage ledger keeps the
-`CallRecord` each finished call carries. Observers are called from worker threads (the reference pool
-and the turn's thread), so an observer must be thread-safe: the TUI's posts a Textual message, `ask`
-writes under a lock.
+Plain frozen dataclasses: the TUI renders them, `ask` prints them, the API streams them, the session's usage
+ledger keeps the `CallRecord` each finished call carries. The engine reports its calls (`EngineEvent`); the
+turn's tool loop adds its tool calls and notes, and the session the start of a server moa-chat runs itself
+(`TurnEvent` is all of them). Observers are called from worker threads (the reference pool and the turn's
+thread), so an observer must be thread-safe: the TUI's posts a Textual message, `ask` writes under a lock.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, TypeVar
 
 from ..llm.usage import Usage
+from ..providers.lifecycle import ServerStart as ServerStart  # part of what a turn reports
 
 # "agreement": under `layers: auto`, the short judgement of whether a layer's references agree.
 Role = Literal["reference", "aggregator", "agreement"]
@@ -244,7 +246,38 @@ EngineEvent = (
     | ReplyRestarted
     | ReasoningDelta
 )
-EngineObserver = Callable[[EngineEvent], None]
+
+
+# --------------------------------------------------------------------------- the tool loop
+
+
+ToolStatus = Literal["requested", "awaiting_approval", "running", "done", "failed", "denied", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A tool call's life in the log: requested → (awaiting_approval) → running → done/failed/denied."""
+
+    call_id: str
+    name: str
+    arguments: str
+    status: ToolStatus
+    result: str | None = None
+    seconds: float | None = None
+    iteration: int = 1
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should see in the log that is not model text (iteration cap, MCP failure...)."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+# ServerStart: a server moa-chat runs itself (the local model) starting before the turn's first call.
+TurnEvent = EngineEvent | ToolCallEvent | Notice | ServerStart
+Observer = Callable[[TurnEvent], None]
 E = TypeVar("E")
 
 

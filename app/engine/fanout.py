@@ -14,24 +14,24 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-from ..config import Config, Preset
-from ..llm import CallLLM, LLMCallError, TimedOut, describe_error, loaded_sdk
+from ..config import Preset
+from ..llm import LLMCallError, TimedOut, describe_error, loaded_sdk
 from ..llm.messages import Message
-from . import clock, threads
-from .calls import MessageFilter, ModelCall, Tracer, slot_request
-from .cancel import Cancelled, CancelToken
+from . import threads
+from .calls import ModelCall, slot_request
+from .cancel import Cancelled
+from .env import TurnEnv
 from .events import (
     CallStatus,
-    EngineObserver,
     ReasoningDelta,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
     ReferencesSent,
     ReferenceStarted,
-    emit,
 )
-from .panel import Seat, layer_panel
+from .panel import Seat
+from .reading import Reading
 
 PROGRESS_INTERVAL = 0.25  # seconds between progress events of one reference
 POLL = 0.05  # how often the supervisor looks at deadlines and the cancel flag
@@ -45,32 +45,17 @@ class _Reference:
 
 
 class FanOut:
-    """One parallel run of a preset's references over one view of the conversation."""
+    """One parallel run of a layer's references (`seats`) over one view of the conversation."""
 
-    def __init__(
-        self,
-        config: Config,
-        preset: Preset,
-        view: Sequence[Message],
-        *,
-        call: CallLLM,
-        cancel: CancelToken,
-        observer: EngineObserver | None,
-        iteration: int = 1,
-        seats: list[Seat] | None = None,
-        clock_: Callable[[], float] = clock.monotonic,
-        tracer: Tracer | None = None,
-        message_filter: MessageFilter | None = None,
-    ) -> None:
-        self.preset, self.cancel, self.observer = preset, cancel, observer
-        self._now = clock_
+    def __init__(self, env: TurnEnv, preset: Preset, view: Sequence[Message], seats: list[Seat], iteration: int = 1):
+        self.env, self.preset = env, preset
         self.refs = []
         self._unsent: set[int] = set()  # the seats whose requests have not left yet
-        for seat in seats if seats is not None else layer_panel(preset, 1):
+        for seat in seats:
             slot = seat.slot
             timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
             request = slot_request(
-                config,
+                env.config,
                 slot,
                 task="moa_reference",
                 messages=view,
@@ -81,22 +66,8 @@ class FanOut:
             )
             # A call has its own token: a reference given up on is walked away from at once, even while it
             # still waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
-            model_call = ModelCall(
-                role="reference",
-                slot=slot,
-                request=request,
-                call=call,
-                cancel=cancel,
-                index=seat.index,
-                iteration=iteration,
-                layer=seat.layer,
-                label=seat.label,
-                limits=config.limits(slot.provider),
-                price=config.price(slot.label),
-                tracer=tracer,
-                message_filter=message_filter,
-                on_sent=functools.partial(self._sent, seat.index),
-            )
+            sent = functools.partial(self._sent, seat.index)
+            model_call = ModelCall(env, "reference", seat, request, iteration=iteration, on_sent=sent)
             self.refs.append(_Reference(seat, timeout, model_call))
             self._unsent.add(seat.index)
         self._lock = threading.Lock()
@@ -105,8 +76,8 @@ class FanOut:
         if not self.refs:
             return ()
         for ref in self.refs:
-            emit(self.observer, ReferenceQueued(ref.index, ref.label, ref.layer))
-        started = self._now()
+            self.env.emit(ReferenceQueued(ref.index, ref.label, ref.layer))
+        started = self.env.clock()
         futures: dict[Future[bool], _Reference] = {Future(): ref for ref in self.refs}
         queued = collections.deque(futures.items())
         for _ in range(min(self.preset.max_workers, len(self.refs))):
@@ -117,7 +88,7 @@ class FanOut:
                 done, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
                 for future in done:
                     self._settle(futures[future], future)
-                if self.cancel.cancelled:
+                if self.env.cancel.cancelled:
                     for ref in self.refs:
                         self._finish(ref, "cancelled", error="cancelled by the user")
                     break
@@ -148,7 +119,7 @@ class FanOut:
         quorum, deadline = self.preset.quorum, self.preset.deadline
         if quorum is not None and answered >= quorum:
             return f"not waited for: {answered} answered, the quorum is {quorum}"
-        if deadline is not None and self._now() - started >= deadline:
+        if deadline is not None and self.env.clock() - started >= deadline:
             return f"not waited for: the deadline of {deadline:g}s passed"
         return None
 
@@ -176,7 +147,7 @@ class FanOut:
             self._unsent.discard(index)
             last = not self._unsent
         if last:
-            emit(self.observer, ReferencesSent(self.refs[0].layer, len(self.refs)))
+            self.env.emit(ReferencesSent(self.refs[0].layer, len(self.refs)))
 
     def _finish(self, ref: _Reference, status: CallStatus, *, error: str | None = None) -> None:
         with self._lock:
@@ -187,13 +158,13 @@ class FanOut:
             ref.result = ReferenceFinished(ref.call.record(status, error), text, assembler.reasoning)
         if status in ("timeout", "cancelled", "late"):
             ref.call.abandon()
-        emit(self.observer, ref.result)
+        self.env.emit(ref.result)
 
     def _ask(self, ref: _Reference) -> bool:
         """Runs in a pool thread: one reference's streamed answer. False when the turn was cancelled first."""
-        if self.cancel.cancelled:
+        if self.env.cancel.cancelled:
             return False
-        emit(self.observer, ReferenceStarted(ref.index, ref.label))
+        self.env.emit(ReferenceStarted(ref.index, ref.label))
         last_progress: float | None = None
         thought: list[str] = []  # reasoning not reported yet: it goes out with the next progress event
 
@@ -203,8 +174,7 @@ class FanOut:
             if last_progress is None or now - last_progress >= PROGRESS_INTERVAL:
                 last_progress = now
                 report_thought()
-                emit(
-                    self.observer,
+                self.env.emit(
                     ReferenceProgress(
                         ref.index,
                         ref.label,
@@ -222,15 +192,10 @@ class FanOut:
 
         def report_thought() -> None:
             if thought:
-                emit(self.observer, ReasoningDelta(ref.label, "reference", "".join(thought), ref.index))
+                self.env.emit(ReasoningDelta(ref.label, "reference", "".join(thought), ref.index))
                 thought.clear()
 
-        ref.call.run(
-            progress,
-            abandoned=lambda: ref.result is not None,
-            on_retry=lambda event: emit(self.observer, event),
-            on_reasoning=think,
-        )
+        ref.call.run(Reading(progress, think, abandoned=lambda: ref.result is not None), on_retry=self.env.emit)
         report_thought()
         return True
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..llm.messages import Message, ToolCallPart, UserMessage, assistant, system, user
 from ..prompts import (
@@ -185,3 +187,37 @@ def turn_key(messages: Sequence[Message]) -> str | None:
 def continues_after_user(messages: Sequence[Message]) -> bool:
     """True when the conversation goes on past its last user message (a tool-loop iteration)."""
     return bool(messages) and messages[-1]["role"] != "user"
+
+
+def turn_hash(preset: str, messages: Sequence[Message]) -> str | None:
+    """The key of the user turn `messages` belong to on `preset`, or None when there is no user message."""
+    key = turn_key(messages)
+    if key is None:
+        return None
+    return hashlib.sha256(f"{preset}\0{key}".encode()).hexdigest()
+
+
+class GuidanceMemory(Protocol):
+    """The references' answers of a user turn kept for its later rounds (`fanout: user_turn`), by `turn_hash`:
+    a turn's own rounds (`LastGuidance`), or an API client's requests that continue one (api.GuidanceCache)."""
+
+    def get(self, key: str) -> tuple[ReferenceFinished, ...] | None: ...
+
+    def put(self, key: str, answers: tuple[ReferenceFinished, ...]) -> None: ...
+
+
+class LastGuidance:
+    """A `GuidanceMemory` of one user turn: the latest answers put."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[str, tuple[ReferenceFinished, ...]] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[ReferenceFinished, ...] | None:
+        with self._lock:
+            kept = self._kept
+        return kept[1] if kept is not None and kept[0] == key else None
+
+    def put(self, key: str, answers: tuple[ReferenceFinished, ...]) -> None:
+        with self._lock:
+            self._kept = (key, answers)

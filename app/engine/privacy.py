@@ -1,6 +1,6 @@
 """`privacy_filter:` where it reaches the models: under `full`, every request's messages are redacted before
 they leave the machine (the references', the aggregator's, the chat's and the Python API's alike). The
-patterns live in moa_chat.text.redaction; the chat's display side is session.privacy_filter."""
+patterns live in moa_chat.text.redaction; the chat's display side is session.display_scrub."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import cast
 from ..config import Config
 from ..llm.messages import Content, ContentPart, Message, ToolCallPart
 from ..text.redaction import apply
-from .calls import MessageFilter
+from .env import MessageFilter
 
 
 def privacy_scrub(config: Config, *, for_models: bool) -> Callable[[str], str] | None:

@@ -3,7 +3,8 @@
 Pairwise, the judge sees the answer under test as A and the baseline's as B, then again swapped; each order
 gives the answer 1 (better), ½ (tie) or 0, and its score is the mean, so a judge that always prefers the
 first answer it reads scores every answer ½. The judge's prompts are in `prompts.py`; its calls are
-counted apart from the panel's.
+counted apart from the panel's. A judge that gives no verdict (or no score) says why in the verdict's
+`error`: the run reports those answers as unjudged and exits 1.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class Judge:
             if score is not None:
                 scores.append(score)
         verdict.score = sum(scores) / len(scores) if scores else None
+        if verdict.score is None:
+            verdict.error = f"{self.label} gave no verdict: its reply ends with none of [[A]], [[B]] or [[C]]"
         return verdict
 
     def rubric(self, prompt: str, answer: str, rubric: str | None, call: CallLLM | None = None) -> Verdict:
@@ -109,6 +112,8 @@ class Judge:
         text = self._ask(asked, verdict, call)
         if text is not None:
             verdict.score = rubric_score(text)
+            if verdict.score is None:
+                verdict.error = f"{self.label} gave no score: its reply ends with no [[0]] to [[10]]"
         return verdict
 
     def _ask(self, text: str, verdict: Verdict, call: CallLLM | None) -> str | None:

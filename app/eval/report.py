@@ -36,7 +36,7 @@ def _row(result: SystemResult) -> list[str]:
         f"{result.n}" + (f" ({result.failed} failed)" if result.failed else ""),
         _seconds(percentile(result.seconds, 50)),
         _seconds(percentile(result.seconds, 90)),
-        "—" if tokens is None else f"{tokens:,.0f}",
+        ("n/a" if result.answered else "—") if tokens is None else f"{tokens:,.0f}",  # n/a: none reported, as ask
         shown,
     ]
 
@@ -61,6 +61,8 @@ def table(summary: Summary) -> str:
         lines.append(f"{diff.verdict()} — {_delta(diff)}")
     if summary.judge_cost:
         lines.append(f"judge: {format_cost(summary.judge_cost)} (not in the cost per task)")
+    if (unjudged := summary.unjudged_line()) is not None:
+        lines.append(f"judge: {unjudged}")
     lines += failed_lines(summary)
     return "\n".join(lines)
 
@@ -173,6 +175,8 @@ def _markdown(run_id: str, spec: dict[str, Any], summary: Summary, picture: str)
         lines.append(f"- {diff.verdict()} — {_delta(diff)}.")
     if summary.judge_cost:
         lines.append(f"- The judge cost {format_cost(summary.judge_cost)}, not counted in the cost per task.")
+    if (unjudged := summary.unjudged_line()) is not None:
+        lines.append(f"- **{unjudged[:1].upper()}{unjudged[1:]}**: each one's `error` is in `results.jsonl`.")
     lines += ["", "A difference is called only when its 95 % interval leaves out zero (Newcombe).", ""]
     if summary.failures:
         lines += ["## Failed turns", "", *(f"- {line.strip()}" for line in failed_lines(summary)[1:]), ""]

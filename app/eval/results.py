@@ -89,7 +89,20 @@ class Summary:
     differences: list[Difference]
     lifts: list[tuple[str, Difference, Difference]]  # preset, vs its best member, vs its average member
     judge_cost: float = 0.0
-    failures: list[Failure] = field(default_factory=list)  # in task order
+    # (task, system, why) of each answer the judge was asked about and gave no verdict for
+    unjudged: list[tuple[str, str, str]] = field(default_factory=list)
+    judged: int = 0  # answers the judge was asked about
+    failures: list[Failure] = field(default_factory=list)  # the turns that gave no answer, in task order
+
+    def unjudged_line(self) -> str | None:
+        """What the judge left unscored, in one line, or None when it judged every answer it was given."""
+        if not self.unjudged:
+            return None
+        task, system, why = self.unjudged[0]
+        return (
+            f"the judge gave no verdict for {len(self.unjudged)} of {self.judged} answers, which are not scored "
+            f"(first: task {task}, {system}: {why})"
+        )
 
     def by_name(self, name: str) -> SystemResult:
         return next(r for r in self.results if r.name == name)
@@ -113,6 +126,7 @@ class Summary:
                 {"preset": p, "over_best_member": diff(b), "over_average_member": diff(a)} for p, b, a in self.lifts
             ],
             "judge_cost": self.judge_cost,
+            "unjudged": [{"task": t, "system": n, "error": why} for t, n, why in self.unjudged],
             "failed": [failure.as_json() for failure in self.failures],
         }
 
@@ -145,13 +159,19 @@ def summarise(
         if system.kind == "preset":
             results += [m for m in members if m.answered or m.failed]
     judge_cost = sum(float(v.get("cost") or 0.0) for v in verdicts.values())
+    unjudged = [
+        (task, system, str(v.get("error") or "no verdict"))
+        for (task, system), v in sorted(verdicts.items())
+        if v.get("score") is None
+    ]
     failures = [
         Failure(task.id, system.name, str(record.get("error") or "no answer"))
         for task in tasks
         for system in systems
         if (record := answers.get((task.id, system.name))) is not None and record.get("status") != "ok"
     ]
-    return Summary(results, _differences(results, systems), _lifts(results, systems), judge_cost, failures)
+    differences, lifts = _differences(results, systems), _lifts(results, systems)
+    return Summary(results, differences, lifts, judge_cost, unjudged, judged=len(verdicts), failures=failures)
 
 
 def _add(
@@ -168,7 +188,8 @@ def _add(
     result.failed += not ok
     if ok:
         result.seconds.append(float(record.get("seconds") or 0.0))
-        result.tokens.append(int(record.get("tokens") or 0))
+        if record.get("tokens") is not None:  # None: no provider reported any (not 0)
+            result.tokens.append(int(record["tokens"]))
     if record.get("cost") is not None:
         result.costs.append(float(record["cost"]))
     elif ok:

@@ -247,8 +247,8 @@ class EvalRunner:
         extractor: Callable[[str], str | None] | None,
     ) -> TurnResult:
         call = self.limiter.wrap(self._call, self.stop, limited.set)
-        session = ChatSession(self.config, preset, call=call, servers=self._servers)
-        session.answer_extractor = extractor  # `layers: auto` compares the references' answers as the check reads them
+        # `layers: auto` compares the references' answers as the task's check reads them.
+        session = ChatSession(self.config, preset, call=call, servers=self._servers, answer_extractor=extractor)
         token = self.cancel.child()
         try:
             return session.send(content, cancel=token, solo=solo)
@@ -382,7 +382,7 @@ def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, A
                     "score": member_score,
                     "extracted": member_extracted,
                     "seconds": reference.seconds,
-                    "tokens": reference.usage.total_tokens if reference.usage else 0,
+                    "tokens": reference.usage.total_tokens if reference.usage else None,  # None: none reported
                     "cost": reference.record.cost,
                 }
             )
@@ -396,7 +396,8 @@ def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, A
         "score": score,
         "extracted": extracted,
         "seconds": result.seconds,
-        "tokens": result.usage.total_tokens,
+        # None when no provider reported any (llama.cpp's server sends none in a stream): not a count of 0.
+        "tokens": result.usage.total_tokens if any(r.usage is not None for r in result.ledger.records) else None,
         "cost": result.ledger.cost(),
         "cost_complete": result.ledger.cost_complete(),
         "layers_run": result.layers_run if system.kind == "preset" and ok else None,
@@ -417,7 +418,7 @@ def _failed_record(task: Task, system: System, error: str) -> dict[str, Any]:
         "score": score,
         "extracted": None,
         "seconds": 0.0,
-        "tokens": 0,
+        "tokens": None,
         "cost": None,
         "cost_complete": True,
         "layers_run": None,

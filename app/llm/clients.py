@@ -108,7 +108,7 @@ def _client_type() -> type[openai.OpenAI]:
 
 
 def load_sdk() -> None:
-    """Import the SDK now (0.5-1.5 s the first time; nothing after)."""
+    """Import the SDK now (the first time, the slowest import moa-chat makes; nothing after)."""
     import openai  # noqa: F401
 
 

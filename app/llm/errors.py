@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import ConfigError
+from .overflow import Overflow, parse_overflow
 
 if TYPE_CHECKING:
     import openai
@@ -50,6 +51,83 @@ class TimedOut(LLMCallError):
     Never retried: a provider that did not answer in time would only make the user wait that long again."""
 
 
+class ContextOverflow(LLMCallError):
+    """The provider refused the request as longer than the model's context window.
+
+    Never transient: the same request fails again. `window` is the window the provider named and
+    `prompt_tokens` the request's size as it counted it, each None when it did not say; `output_tokens`
+    is the room for the answer it counted beside the prompt, when it said."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        task: str | None = None,
+        status: int | None = None,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> None:
+        self.window, self.prompt_tokens, self.output_tokens = window, prompt_tokens, output_tokens
+        super().__init__(
+            overflow_reason(window, prompt_tokens, output_tokens),
+            provider=provider,
+            model=model,
+            task=task,
+            status=status,
+        )
+
+
+def overflow_reason(window: int | None, prompt_tokens: int | None, output_tokens: int | None = None) -> str:
+    """ "the conversation is longer than the model's context window (9,100 tokens sent, window 8,192 tokens)"."""
+    said = []
+    if prompt_tokens is not None:
+        answer = f" and {output_tokens:,} asked for the answer" if output_tokens else ""
+        said.append(f"{prompt_tokens:,} tokens sent{answer}")
+    said.append(f"window {window:,} tokens" if window is not None else "the provider did not say its window")
+    return f"the conversation is longer than the model's context window ({', '.join(said)})"
+
+
+def overflow_in(exc: BaseException) -> Overflow | None:
+    """What `exc` says of an overflow when it is the provider refusing a request as longer than the window
+    (an HTTP error, or an error event in a stream), else None."""
+    openai = loaded_sdk()
+    if openai is None or not isinstance(exc, openai.APIError) or isinstance(exc, openai.APIConnectionError):
+        return None
+    return parse_overflow(getattr(exc, "status_code", None), exc.body, exc.message)
+
+
+def call_error(
+    exc: openai.OpenAIError, *, provider: str, model: str, task: str | None, base_url: str, api_key: str
+) -> LLMCallError:
+    """The error a failed call raises: a ContextOverflow when the provider refused the request as longer than
+    the window, else an LLMCallError with the reason a user can act on (never the key)."""
+    status = getattr(exc, "status_code", None)
+    overflow = overflow_in(exc)
+    if overflow is not None:
+        return ContextOverflow(
+            provider=provider,
+            model=model,
+            task=task,
+            status=status,
+            window=overflow.window,
+            prompt_tokens=overflow.prompt_tokens,
+            output_tokens=overflow.output_tokens,
+        )
+    # A provider may echo the request's Authorization header or the key itself: never pass that on.
+    reason = redact(describe_call_error(exc, base_url=base_url, provider=provider), (api_key,))
+    return LLMCallError(
+        reason,
+        provider=provider,
+        model=model,
+        task=task,
+        status=status,
+        transient=is_transient(exc),
+        retry_after=retry_after(exc),
+    )
+
+
 class CutOff(LLMCallError):
     """A stream that ended without a finish reason: whatever arrived is not a whole answer.
 
@@ -77,6 +155,25 @@ class CutOff(LLMCallError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class MalformedChunk(LLMCallError):
+    """A streamed chunk that is not a chat-completion chunk (not JSON): the provider or a proxy garbled the
+    stream. Worth asking again while nothing of the answer was shown."""
+
+    def __init__(self, *, provider: str, model: str, task: str | None, sample: str) -> None:
+        super().__init__(
+            f"the provider sent a malformed chunk ({sample!r} is not JSON)",
+            provider=provider,
+            model=model,
+            task=task,
+            transient=True,
+        )
+
+
+class EmptyAnswer(LLMCallError):
+    """A whole answer with no text and no tool call. Transient unless the provider stopped it on purpose
+    (max_tokens used up, a content filter), which it would do again."""
 
 
 # What a key or a credential looks like when a provider echoes it back in an error message.

@@ -32,7 +32,8 @@ def _get(obj: object, key: str, default: Any = None) -> Any:
         return obj.get(key, default)
     # An SDK model keeps its fields in __dict__ and what else the server sent in __pydantic_extra__; asked for a
     # key it lacks (`reasoning_content`, twice a chunk), pydantic's __getattr__ raises and catches an
-    # AttributeError: 2.7 us against 0.2, on the thread that shares the GIL with the UI at 10,000 chunks a second.
+    # AttributeError, an order of magnitude slower than these lookups, on the thread that shares the GIL with the
+    # UI (docs/performance.md, "Figures behind the code").
     values = getattr(obj, "__dict__", None)
     if values is not None and key in values:
         return values[key]
@@ -40,6 +41,14 @@ def _get(obj: object, key: str, default: Any = None) -> Any:
     if isinstance(extra, dict):
         return extra.get(key, default)
     return getattr(obj, key, default)
+
+
+class MalformedStream(ValueError):
+    """An SSE event whose data is not JSON; `sample` is its start, for the error a user reads."""
+
+    def __init__(self, data: str) -> None:
+        self.sample = data[:60] + ("…" if len(data) > 60 else "")
+        super().__init__(f"a streamed chunk is not JSON: {self.sample!r}")
 
 
 @dataclass
@@ -229,8 +238,8 @@ def stream_chunks(stream: object) -> Iterable[object]:
     """The chunks of a streamed answer, in order.
 
     An SDK stream is read one level down: each SSE event's JSON, as a dict. The SDK makes a model object of
-    every chunk, about 70 us each against 3 us for the JSON and the assembler (a 20,000-chunk reply at
-    10,000 tok/s spent 1.4 s of the GIL on it, in a 2 s stream, beside the UI's 1.9 s). The events, the end
+    every chunk, some twenty times what the JSON and the assembler cost, and at a fast provider's rate that
+    takes most of the GIL from the UI (docs/performance.md, "Figures behind the code"). The events, the end
     ([DONE]), an error sent in the stream and the network's faults are read as the SDK's `Stream` reads
     them. Anything else (a substituted `call_llm`'s answer) is iterated as it is.
     """
@@ -262,7 +271,10 @@ def _sse_chunks(response: Any, openai: Any, httpx: Any) -> Iterator[object]:
             data = []
             if text.startswith("[DONE]"):
                 return
-            chunk = json.loads(text)
+            try:
+                chunk = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise MalformedStream(text) from exc
             if isinstance(chunk, dict) and chunk.get("error"):
                 error = chunk["error"]
                 message = error.get("message") if isinstance(error, dict) else None
@@ -317,8 +329,8 @@ def note_bytes(stream: object, on_bytes: Callable[[], None]) -> bool:
 def close_stream(stream: object) -> None:
     """Close an SDK stream at once, even while another thread is blocked reading it.
 
-    Closing the response alone leaves a blocked read waiting for the server's next byte (measured: the
-    full 10 s of a silent stream); shutting the socket down wakes that read immediately.
+    Closing the response alone leaves a blocked read waiting for the server's next byte, however long a
+    silent stream stays silent; shutting the socket down wakes that read immediately.
     """
     response = getattr(stream, "response", None)
     extensions = getattr(response, "extensions", None) or {}

@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..prompts import AGREEMENT_HEADER, GUIDANCE_HEADER, LAYER_HEADER, TOOL_RESULT_PREFIX, message_text
+from ..prompts import (
+    AGREEMENT_HEADER,
+    GUIDANCE_HEADER,
+    JUDGE_PAIRWISE_LEAD,
+    JUDGE_RUBRIC_LEAD,
+    LAYER_HEADER,
+    TOOL_RESULT_PREFIX,
+    message_text,
+)
 from ..text.wording import plural
 from .loopback_server import OpenAICompatibleServer, Reply, ScriptedToolCall
 
@@ -164,6 +172,39 @@ def agreement_verdict(request: str) -> str:
     return "AGREE" if agreed else "DISAGREE"
 
 
+def _between(text: str, start: str, end: str) -> str:
+    """The part of `text` after the first `start` and before the last `end` after it ("" when either is missing)."""
+    begin = text.find(start)
+    if begin < 0:
+        return ""
+    begin += len(start)
+    stop = text.rfind(end, begin)
+    return text[begin:stop] if stop >= 0 else ""
+
+
+def _coverage(request: str, answer: str) -> tuple[int, int]:
+    """How many of the request's key words the answer uses, of how many."""
+    wanted = _keywords(request)
+    used = {word.lower().strip(".-") for word in re.findall(r"[A-Za-z][A-Za-z0-9_+#.-]*", answer)}
+    return sum(word in used for word in wanted), len(wanted)
+
+
+def judgement(request: str) -> str:
+    """`moa-chat eval --judge demo:MODEL`: a simulated judge that answers in the judge's format. An answer scores
+    by how many of the request's key words it uses: pairwise, the one that uses more wins and equal ones tie
+    (whichever order they come in); on a rubric, that share of 10."""
+    lead = "*Simulated verdict — the offline demo judged by the request's key words each answer uses.*"
+    if request.startswith(JUDGE_RUBRIC_LEAD):
+        asked = _between(request, "[User request]\n", "\n\n[Rubric]\n")
+        used, of = _coverage(asked, _between(request, "\n\n[Answer]\n", "\n\nExplain briefly"))
+        return f"{lead} The answer uses {used} of {of}.\n\n[[{round(10 * used / max(of, 1))}]]"
+    asked = _between(request, "[User request]\n", "\n\n[Answer A]\n")
+    a, of = _coverage(asked, _between(request, "\n\n[Answer A]\n", "\n\n[Answer B]\n"))
+    b, _ = _coverage(asked, _between(request, "\n\n[Answer B]\n", "\n\nJudge which answer"))
+    verdict = "A" if a > b else "B" if b > a else "C"
+    return f"{lead} A uses {a} of {of}, B uses {b}.\n\n[[{verdict}]]"
+
+
 def _references_in(guidance: str) -> list[tuple[str, list[str]]]:
     """(label, sentences) of each reference answer in a guidance message."""
     found = []
@@ -291,6 +332,8 @@ def respond(body: dict[str, Any]) -> Reply:
     last = message_text(messages[-1].get("content")) if messages else ""
     if model in MODELS and last.startswith(AGREEMENT_HEADER):
         return Reply(text=agreement_verdict(last), delay=0.2 * pace)
+    if model in MODELS and last.startswith((JUDGE_PAIRWISE_LEAD, JUDGE_RUBRIC_LEAD)):
+        return Reply(text=judgement(last), delay=0.2 * pace)
     if model == AGGREGATOR.model:
         delay, piece_delay = AGGREGATOR.delay * pace, AGGREGATOR.piece_delay * pace
         offered = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or []}

@@ -201,6 +201,13 @@ def start(name: str, report: Reporter | None = None, *, abandon: Callable[[], bo
     return pending.provider.base_url
 
 
+def running_url(name: str) -> str | None:
+    """The base URL of `name` if moa-chat runs it and it is running now; never starts it."""
+    with _lock:
+        provider = _running.get(name)
+    return provider.base_url if provider is not None else None
+
+
 def stop_all() -> None:
     with _lock:
         running = list(_running.values())

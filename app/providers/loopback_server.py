@@ -13,7 +13,9 @@ import json
 import logging
 import re
 import select
+import selectors
 import socket
+import struct
 import sys
 import threading
 import time
@@ -21,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .loopback_windows import ServedWindows
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After on a 429)
     finish_reason: str | None = None
     end_after: int | None = None  # end the stream cleanly after this many text deltas: no finish reason, no [DONE]
+    garble_after: int | None = None  # after this many text deltas, an event whose data is not JSON, and the end
     cut_tool_calls: bool = False  # end the stream cleanly inside the first tool call's arguments
     raw_body: str | None = None  # answer 200 with this body (text/html) instead of a chat completion
     bare_chunks: bool = False  # chunks with no id, object or created, as some compatible servers stream them
@@ -80,6 +85,8 @@ class RecordedRequest:
     stalled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
     # Set when the server is done with the request (`finished_at`, `disconnected` are final then).
     finished: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    prompt_tokens: int | None = None  # the prompt's size in the server's tokenizer, when it enforces windows
+    refused: bool = False  # over its model's window: answered with the family's overflow error
 
     @property
     def model(self) -> str:
@@ -114,9 +121,11 @@ class OpenAICompatibleServer:
         port: int = 0,
         models: list[str] | None = None,
         record: bool = True,
+        windows: ServedWindows | None = None,
     ) -> None:
         self.responder = responder
         self.models = models or []
+        self.windows = windows  # each model's window, enforced and told (None: no model has one)
         # Every request, for a test to look at; a server that runs for a user (the demo) records none, as each
         # request carries the whole conversation.
         self.record = record
@@ -137,14 +146,17 @@ class OpenAICompatibleServer:
 
     def start(self) -> OpenAICompatibleServer:
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-server", daemon=True
+            target=self._httpd.serve_until_stopped, args=(self._stopping,), name="openai-server", daemon=True
         )
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving at once (requests in progress end at their next wait) and release the port."""
         self._stopping.set()
-        self._httpd.shutdown()
+        self._httpd.wake()
+        if self._thread is not None:
+            self._thread.join()
         self._httpd.server_close()
 
     def __enter__(self) -> OpenAICompatibleServer:
@@ -176,6 +188,31 @@ class OpenAICompatibleServer:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    timeout = 0  # handle_request takes a connection that is waiting, and never waits for one itself
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._waker, self._wake = socket.socketpair()
+
+    def serve_until_stopped(self, stopping: threading.Event) -> None:
+        """Serve until `stopping` is set and `wake()` called: the stop is seen at once. socketserver's
+        serve_forever looks for a shutdown only between polls, and every stop would wait out a poll interval
+        (the demo's at each exit of `ask`, each test's server)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._waker, selectors.EVENT_READ)
+            while not stopping.is_set():
+                if any(key.fileobj is self for key, _ in selector.select()) and not stopping.is_set():
+                    self.handle_request()
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake.send(b"\0")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._waker.close()
+        self._wake.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients hanging up (a cancelled stream, a closed keep-alive connection) are normal here, and the
@@ -193,30 +230,47 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet: the demo runs inside a full-screen app
 
     def do_GET(self) -> None:
+        windows = self.owner.windows
         if self.path.rstrip("/").endswith("/models"):
-            data = [{"id": m, "object": "model", "owned_by": "moa-chat"} for m in self.owner.models]
+            data = (
+                windows.models(self.owner.models)
+                if windows is not None
+                else [{"id": m, "object": "model", "owned_by": "moa-chat"} for m in self.owner.models]
+            )
             self._send_json(200, {"object": "list", "data": data})
+        elif windows is not None and (answer := windows.get(self.path)) is not None:
+            self._send_json(200, answer)
         else:
             self._send_json(404, {"error": {"message": f"no route for GET {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send_json(404, {"error": {"message": f"no route for POST {self.path}", "type": "not_found"}})
-            return
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError as exc:
             self._send_json(400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request"}})
+            return
+        windows = self.owner.windows
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            answer = windows.post(self.path, body) if windows is not None else None
+            if answer is None:
+                answer = 404, {"error": {"message": f"no route for POST {self.path}", "type": "not_found"}}
+            self._send_json(*answer)
             return
         record = RecordedRequest(
             path=self.path,
             body=body,
             received_at=time.monotonic(),
             authorization=self.headers.get("Authorization", "").startswith("Bearer "),
+            prompt_tokens=windows.prompt_tokens(body) if windows is not None else None,
         )
+        refusal = windows.refusal(body) if windows is not None else None
+        record.refused = refusal is not None
         self.owner._record(record)
+        if refusal is not None:
+            self._refuse(refusal.status, refusal.body, record)
+            return
         try:
             reply = self.owner.responder(body)
         except Exception as exc:  # a broken script should show up as a server error, not a hang
@@ -245,6 +299,25 @@ class _Handler(BaseHTTPRequestHandler):
                 completion = self._completion(body, reply)
                 record.usage_sent = completion["usage"]
                 self._send_json(200, completion)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            record.disconnected = True
+        finally:
+            record.finished_at = time.monotonic()
+            record.finished.set()
+
+    def _refuse(self, status: int, body: dict[str, Any] | None, record: RecordedRequest) -> None:
+        """Answer a request over its model's window: the family's error, or (body None: llama-cpp-python's server
+        streaming) an empty event stream and the connection closed under the client."""
+        try:
+            if body is not None:
+                self._send_json(status, body)
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._write_chunk(b"")
+                self._reset()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             record.disconnected = True
         finally:
@@ -287,7 +360,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
         if reply.usage is not None:
             return reply.usage
-        prompt = estimate_tokens(json.dumps(body.get("messages", [])))
+        windows = self.owner.windows
+        prompt = windows.prompt_tokens(body) if windows else estimate_tokens(json.dumps(body.get("messages", [])))
         calls = sum(estimate_tokens(c.arguments) + 2 for c in reply.tool_calls)
         completion = estimate_tokens(reply.text + reply.reasoning) + calls
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -358,6 +432,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 record.disconnected = True
                 return
+            if reply.garble_after is not None and n >= reply.garble_after:
+                self._write_chunk(b'data: {"choices": [{"delta": {"content": "half\n\n')
+                self._write_chunk(b"")
+                return
             # Keep to the schedule (start + n × piece_delay) rather than sleeping per piece: at thousands of
             # tokens per second a sleep per piece would set the pace by timer granularity instead.
             behind = started + paused + n * reply.piece_delay - time.monotonic()
@@ -419,6 +497,12 @@ class _Handler(BaseHTTPRequestHandler):
         """End the connection mid-body, as a crashed proxy would."""
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+
+    def _reset(self) -> None:
+        """Close the connection with a reset (RST): a request sent on it later is refused, not answered."""
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.close_connection = True
 
 

@@ -1,15 +1,19 @@
-"""An Ollama server on this machine, if one answers: which models it has, asked once with a short limit.
+"""An Ollama server on this machine, if one answers: which models it has, asked with a short limit.
 
-Nothing depends on it being there: when it is not running, the answer is simply None. The chat asks on a
-worker thread after its first paint (never on the UI's thread), `moa-chat presets` as it lists them.
+When it is not running, the answer is None, and a preset whose aggregator is on Ollama cannot run
+(readiness.py). The last answer is kept: `installed_models` asks when nothing is known yet (or `fresh`),
+`last_answer` only reads what is known. The chat asks on a worker thread after its first paint and again
+every few seconds (never on the UI's thread), so an Ollama started or stopped meanwhile is found;
+`moa-chat presets` and `moa-chat api` ask as they start.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..config import Config, Preset
 
@@ -21,8 +25,18 @@ def _root(base_url: str) -> str:
     return base_url.removesuffix("/").removesuffix("/v1")
 
 
-@functools.cache
-def _installed(base_url: str) -> tuple[str, ...] | None:
+@dataclass(frozen=True)
+class Answer:
+    """What Ollama said when last asked: the models it has pulled, or None when nothing answered."""
+
+    models: tuple[str, ...] | None
+
+
+_answers: dict[str, Answer] = {}  # by base URL
+_lock = threading.Lock()
+
+
+def _probe(base_url: str) -> tuple[str, ...] | None:
     import http.client  # here, not at the top: an import the app's first screen need not wait for
     import urllib.request
 
@@ -51,14 +65,50 @@ def not_pulled(preset: Preset, pulled_models: Iterable[str]) -> list[str]:
 
 
 def installed_models(config: Config, *, fresh: bool = False) -> tuple[str, ...] | None:
-    """The models the configured Ollama server has pulled, or None when it does not answer. Asked once per
-    process; `fresh` asks again (someone opened a list of them: Ollama may have started since)."""
-    spec = config.providers.get(OLLAMA)
-    if spec is None or not spec.base_url:
+    """The models the configured Ollama server has pulled, or None when it does not answer (half a second at
+    most; a refused connection at once). Asked once, then read from the last answer; `fresh` asks again
+    (Ollama may have started or stopped since)."""
+    base_url = _base_url(config)
+    if base_url is None:
         return None
-    if fresh:
-        _installed.cache_clear()
-    return _installed(spec.base_url)
+    with _lock:
+        known = _answers.get(base_url)
+    if known is not None and not fresh:
+        return known.models
+    models = _probe(base_url)
+    with _lock:
+        _answers[base_url] = Answer(models)
+    return models
+
+
+def last_answer(config: Config) -> Answer | None:
+    """What the configured Ollama said when last asked, without asking; None when it has not been asked."""
+    base_url = _base_url(config)
+    if base_url is None:
+        return None
+    with _lock:
+        return _answers.get(base_url)
+
+
+def forget() -> None:
+    """Forget every answer: the next `installed_models` asks again."""
+    with _lock:
+        _answers.clear()
+
+
+def not_running(config: Config, preset: Preset) -> str | None:
+    """What `preset` needs when its aggregator is on an Ollama that did not answer when last asked ("Ollama
+    running at http://localhost:11434 (start it with `ollama serve`)"); None when it answered, or has not been
+    asked yet, or the aggregator is elsewhere."""
+    answer = last_answer(config)
+    if preset.aggregator.provider != OLLAMA or answer is None or answer.models is not None:
+        return None
+    return f"Ollama running at {address(config)} (start it with `ollama serve`)"
+
+
+def _base_url(config: Config) -> str | None:
+    spec = config.providers.get(OLLAMA)
+    return spec.base_url if spec is not None and spec.base_url else None
 
 
 def address(config: Config) -> str:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from ..config import DEMO_PROVIDER, Config, Preset
-from . import lifecycle
+from . import lifecycle, ollama
 from .endpoints import has_key, is_remote_keyed
 from .local import extra_installed
 
@@ -109,12 +109,13 @@ def _managed(config: Config, preset: Preset) -> list[str]:
 
 @dataclass(frozen=True)
 class Readiness:
-    """Whether a preset can run with the keys in the environment, and what it lacks."""
+    """Whether a preset can run here (the keys in the environment, what this machine has, whether the Ollama
+    it uses answered when last asked), and what it lacks."""
 
     preset: Preset
     missing: dict[str, str]  # provider: the unset variable holding its key (references' too)
-    problem: str | None  # why it cannot run at all (the aggregator's key, an unknown provider), or None
-    lacking: str = ""  # what a provider moa-chat runs itself needs on this machine ("the local extra …: pip …")
+    problem: str | None  # why it cannot run at all, as a sentence with what to do; None when it can run
+    lacking: str = ""  # what this machine lacks for it: "the local extra …: pip …", "Ollama running at …"
 
     @property
     def runnable(self) -> bool:
@@ -122,14 +123,31 @@ class Readiness:
 
     @property
     def needs(self) -> str:
-        """What to set or install, as a user would type it: "OPENROUTER_API_KEY", "GROQ_API_KEY, OPENAI_API_KEY"
-        or "the local extra (llama-cpp-python): pip install 'moa-chat[local]'"."""
+        """What to set, install or start, as a user would type it: "OPENROUTER_API_KEY", "GROQ_API_KEY,
+        OPENAI_API_KEY", "the local extra (llama-cpp-python): pip install 'moa-chat[local]'" or "Ollama running
+        at http://localhost:11434 (start it with `ollama serve`)"."""
         return ", ".join(sorted(set(self.missing.values()))) or self.lacking
+
+    @property
+    def reason(self) -> str | None:
+        """Why it cannot run, in the words every list of presets uses ("needs OPENROUTER_API_KEY"); None when
+        it can run. `presets`, F2, F3, the palette, the header and `api` all say this."""
+        if self.runnable:
+            return None
+        if self.needs:
+            return f"needs {self.needs}"
+        return (self.problem or "it cannot run here").split(": ", 1)[-1]
 
 
 def readiness(config: Config, preset: Preset) -> Readiness:
+    """`preset`'s readiness from what is known now: the Ollama it uses as it answered when last asked (never
+    asked here: a front end asks, off its UI's thread, with `ollama.installed_models`)."""
     error, _warning = preflight(config, preset)
-    return Readiness(preset, missing_keys(config, preset), error, _lacking(config, preset))
+    lacking = _lacking(config, preset)
+    if error is None and (stopped := ollama.not_running(config, preset)) is not None:
+        lacking = stopped
+        error = f"preset {preset.name!r}: its aggregator {preset.aggregator.label} needs {stopped}"
+    return Readiness(preset, missing_keys(config, preset), error, lacking)
 
 
 def _lacking(config: Config, preset: Preset) -> str:

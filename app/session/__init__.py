@@ -1,20 +1,20 @@
 """The conversation: `ChatSession`, one user turn with its tool loop, and the usage ledger."""
 
+from ..engine.events import Notice, Observer, ServerStart, ToolCallEvent, TurnEvent
+from ..engine.ledger import UsageLedger
 from .chat_session import ChatSession
 from .history import Exchange
-from .ledger import UsageLedger
-from .turn import Turn, TurnResult
-from .turn_events import Event, Notice, Observer, ServerStart, ToolCallEvent
+from .tool_loop import ToolLoop, TurnResult
 
 __all__ = [
     "ChatSession",
-    "Event",
     "Exchange",
     "Notice",
     "Observer",
     "ServerStart",
     "ToolCallEvent",
-    "Turn",
+    "ToolLoop",
+    "TurnEvent",
     "TurnResult",
     "UsageLedger",
 ]

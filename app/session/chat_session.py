@@ -19,26 +19,26 @@ from pathlib import Path
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
-from ..engine import AnswerExtractor, Cancelled, CancelToken, ReferenceFinished, clock
+from ..engine import AnswerExtractor, Cancelled, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
 from ..engine.cost import estimate_turn
-from ..engine.events import emit
+from ..engine.events import Notice, Observer, emit
+from ..engine.ledger import UsageLedger
+from ..engine.privacy import model_filter
 from ..llm import CallLLM, call_llm_request, describe_error
-from ..llm.messages import Message, user
+from ..llm.messages import Message, system, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
 from ..store.health import StoreDamaged
-from ..store.session_lock import WAIT, SessionLock
-from ..store.session_store import new_session_id
+from ..store.session_lock import WAIT, SessionLock, new_session_id
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
+from .chat_tools import ChatTools
+from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
-from .ledger import UsageLedger
-from .privacy_filter import DisplayScrub, privacy_scrub, scrubbed_event
 from .saving import TurnSaver, saved_messages
-from .turn import CANCELLED, Turn, TurnResult, TurnStatus
-from .turn_events import Notice, Observer
+from .tool_loop import CANCELLED, ToolLoop, TurnResult, TurnStatus
 
 LOCK_POLL = 0.2  # seconds between looks at a session's lock another process holds
 
@@ -56,18 +56,22 @@ class ChatSession:
         call: CallLLM = call_llm_request,
         servers: ServerStarter | None = start_server,
         store: SessionStore | None = None,
+        system_prompt: str | None = None,
+        restart_cut_reply: bool = False,
+        answer_extractor: AnswerExtractor | None = None,
     ) -> None:
         """`call` sends each model request (the wire, unless a caller scripts the answers); `servers` starts
         the servers moa-chat runs itself before a turn's first call (None: start none, for calls that never
-        reach a wire)."""
+        reach a wire). `system_prompt`: for this session only (ask --system), over the preset's and the
+        config's. `restart_cut_reply`: the front end can show a fresh reply after a cut-off one
+        (ReplyRestarted), so the aggregator is asked once more when its reply is cut off after text arrived.
+        `answer_extractor`: reads a reference's final answer (an eval task's checker), so `layers: auto` needs
+        no judge."""
         self.config = config
         self.preset = preset
-        self.system_prompt: str | None = None  # for this session only (ask --system); else the config's
-        # A front end that can show a fresh reply after a cut-off one (ReplyRestarted) sets this: the
-        # aggregator is then asked once more when its reply is cut off after text arrived.
-        self.restart_cut_reply = False
-        # `layers: auto`: reads a reference's final answer (an eval task's checker), so agreement needs no judge.
-        self.answer_extractor: AnswerExtractor | None = None
+        self.system_prompt = system_prompt
+        self.restart_cut_reply = restart_cut_reply
+        self.answer_extractor = answer_extractor
         self.messages: list[Message] = []
         self.ledger = UsageLedger()  # every call of every turn of this conversation
         environment = tool_environment(config)
@@ -148,13 +152,13 @@ class ChatSession:
         self.config = with_preset(self.config, preset)
         return self.switch_preset(preset.name)
 
-    def _tracer(self, preset: Preset, turn_id: int | None) -> TraceWriter | None:
+    def _trace_writer(self, preset: Preset) -> TraceWriter | None:
         """Where this turn's calls are traced (save_traces), beside the session database; None unless the
         session is stored (an unsaved `ask` leaves nothing behind)."""
         if not self.config.traces_for(preset) or self.store is None or self.id is None:
             return None
         scrub = privacy_scrub(self.config, for_models=False)
-        return TraceWriter(self.id, folder=self.store.file.parent, scrub=scrub, turn=turn_id)
+        return TraceWriter(self.id, folder=self.store.file.parent, scrub=scrub)
 
     def over_budget(self, text: str, *, solo: bool = False) -> str | None:
         """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
@@ -346,38 +350,33 @@ class ChatSession:
         saver = self._begin_saving(
             kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id, new_id=new_id
         )
-        if saver is not None:
-            observer = saver
-        turn: Turn | None = None
+        env = TurnEnv(
+            self.config,
+            call=self._call,
+            cancel=cancel,
+            observer=saver if saver is not None else observer,
+            tracer=saver.tracer if saver is not None else None,
+            message_filter=model_filter(self.config),
+        )
+        plan = TurnPlan(
+            preset,
+            solo=solo,
+            given=references,
+            restart_cut_reply=self.restart_cut_reply,
+            answer_extractor=self.answer_extractor,
+        )
         try:
-            tools, warnings = self.tools(preset)
+            registry, warnings = self.tools(preset)
             for line in warnings:
-                emit(observer, Notice(line, "warning"))
-            unstarted = self._start_servers(preset, observer, cancel, aggregator_only=solo or references is not None)
+                env.emit(Notice(line, "warning"))
+            unstarted = self._start_servers(preset, env, aggregator_only=solo or references is not None)
             if unstarted is not None:
                 status, error = unstarted
                 seconds = round(clock.monotonic() - started, 3)
                 result = TurnResult(status=status, text="", error=error, seconds=seconds, references=())
             else:
-                tracer = self._tracer(preset, saver.turn_id if saver is not None else None)
-                if saver is not None:
-                    saver.tracer = tracer  # a reply asked again after a cut-off is traced under its own turn
-                turn = Turn(
-                    self.config,
-                    preset,
-                    observer=observer,
-                    cancel=cancel,
-                    tools=tools,
-                    approval=self.approval,
-                    call=self._call,
-                    references=references,
-                    system_prompt=self.system_prompt,
-                    restart_cut_reply=self.restart_cut_reply,
-                    answer_extractor=self.answer_extractor,
-                    solo=solo,
-                    tracer=tracer,
-                )
-                result = turn.run(for_models(self.messages))
+                loop = ToolLoop(env, plan, ChatTools(registry, self.approval))
+                result = loop.run(self._for_models(preset))
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",
@@ -386,7 +385,7 @@ class ChatSession:
                 "so you can send the prompt again",
                 seconds=round(clock.monotonic() - started, 3),
                 references=(),
-                ledger=turn.ledger if turn is not None else UsageLedger(),
+                ledger=env.ledger,
             )
         self.messages.extend(result.new_messages)
         self.ledger.extend(result.ledger.records)
@@ -405,6 +404,15 @@ class ChatSession:
                 references=tuple(scrubbed_event(r, display) for r in result.references),
             )
         return result
+
+    def _for_models(self, preset: Preset) -> list[Message]:
+        """The conversation as the models are sent it, starting with the system prompt: the session's (ask
+        --system), else the preset's, else the config's; sent first, never stored."""
+        conversation = for_models(self.messages)
+        prompt = self.system_prompt if self.system_prompt is not None else self.config.system_prompt_for(preset)
+        if prompt and not (conversation and conversation[0]["role"] == "system"):
+            conversation.insert(0, system(prompt))
+        return conversation
 
     def _catch_up(self) -> None:
         """Read the conversation again when the stored one holds more than this session's: another process
@@ -428,9 +436,7 @@ class ChatSession:
                 message = "another moa-chat process continued this session meanwhile; this turn sees what it added"
                 emit(observer, Notice(message))
 
-    def _start_servers(
-        self, preset: Preset, observer: Observer | None, cancel: CancelToken, *, aggregator_only: bool
-    ) -> tuple[TurnStatus, str] | None:
+    def _start_servers(self, preset: Preset, env: TurnEnv, *, aggregator_only: bool) -> tuple[TurnStatus, str] | None:
         """Start the servers moa-chat runs itself for this turn's models (the local model) before the first
         call, so the front end can show it happening: "Starting the local model…", then "ready". A server
         that cannot start ends the turn at once (status and reason), rather than failing every call in turn;
@@ -441,7 +447,7 @@ class ChatSession:
         slots = (preset.aggregator,) if aggregator_only else (*preset.references, preset.aggregator)
         for name in dict.fromkeys(slot.provider for slot in slots):
             try:
-                start(name, self.config, report=lambda event: emit(observer, event), abandon=lambda: cancel.cancelled)
+                start(name, self.config, report=env.emit, abandon=lambda: env.cancel.cancelled)
             except StartAbandoned:
                 return "cancelled", CANCELLED
             except Exception as exc:
@@ -473,6 +479,7 @@ class ChatSession:
                 prompt=prompt,
                 parent_id=parent_id,
                 user_id=user_id,
+                traces=self._trace_writer(preset),
             )
         except (StoreError, sqlite3.Error) as exc:
             emit(observer, Notice(f"This conversation is not being saved: {exc}", "warning"))

@@ -20,12 +20,12 @@ from typing import Any, cast
 
 from ..config import Preset
 from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
-from ..engine.events import emit
+from ..engine.env import Tracer
+from ..engine.events import Notice, Observer, TurnEvent, emit
 from ..llm.messages import Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
 from ..store.traces import TraceWriter
-from .turn import TurnResult
-from .turn_events import Event, Notice, Observer
+from .tool_loop import TurnResult
 
 FLUSH_SECONDS = 1.0
 logger = logging.getLogger(__name__)
@@ -42,11 +42,13 @@ class TurnSaver:
         turn_id: int,
         observer: Observer | None,
         preset: Preset,
+        traces: TraceWriter | None = None,
     ):
+        """`traces`: where the turn's calls are traced (save_traces), each under the stored turn it belongs to."""
         self.store, self.session_id, self.user_id, self.turn_id = store, session_id, user_id, turn_id
         self.observer = observer
         self.preset = preset  # the turn's: a reply asked again after a cut-off goes on in a turn of its own
-        self.tracer: TraceWriter | None = None  # the turn's traces, written under the stored turn they belong to
+        self._traces = traces
         self._began = clock.monotonic()
         self.calls: list[StoredCall] = []
         self._rounds: list[list[str]] = []  # reply text per aggregator round, in pieces
@@ -67,14 +69,25 @@ class TurnSaver:
         prompt: str | None,
         parent_id: int | None,
         user_id: int | None,
+        traces: TraceWriter | None = None,
     ) -> TurnSaver:
         """A new prompt under `parent_id`, or (user_id) a stored one answered again."""
         if user_id is None:
             user_id = store.add_message(session_id, _stored(user(prompt or "")), parent_id=parent_id)
         turn_id = store.begin_turn(session_id, user_id, preset, kind=kind)
-        return cls(store, session_id, user_id, turn_id, observer, preset)
+        return cls(store, session_id, user_id, turn_id, observer, preset, traces)
 
-    def __call__(self, event: Event) -> None:
+    @property
+    def tracer(self) -> Tracer | None:
+        """The turn's tracer (None: traces are not kept): a reply asked again after a cut-off is traced under
+        the turn of its own that it goes on in."""
+        return self._trace if self._traces is not None else None
+
+    def _trace(self, entry: dict[str, object]) -> None:
+        if self._traces is not None:
+            self._traces.write(entry, turn=self.turn_id)
+
+    def __call__(self, event: TurnEvent) -> None:
         if isinstance(event, ReplyDelta):
             if not self._rounds:
                 self._rounds.append([])
@@ -127,8 +140,6 @@ class TurnSaver:
             self._report(exc)
             return
         self.calls, self._partial_id, self._began = answers, None, clock.monotonic()
-        if self.tracer is not None:
-            self.tracer.turn = self.turn_id
 
     def flush(self) -> None:
         if not self._dirty or self._failed:

@@ -1,17 +1,26 @@
 """A stored session, exported: Markdown to read (each turn's reference answers, and what the aggregator
 thought before a reply, folded in <details>), or JSON with everything the store holds for it (each call's
-reasoning too)."""
+reasoning too).
+
+Both keep every attempt: a re-asked, regenerated or edited exchange has several versions, one of them on the
+conversation shown. The JSON lists the conversation shown, in order, then the other versions' messages
+(`shown` says which is which), and every turn; the Markdown follows the conversation shown and, under each
+exchange that has others, folds its other versions in <details>.
+"""
 
 from __future__ import annotations
 
 from ..config.pricing import cost_label
 from ..text.wording import plural
 from .json_shapes import SessionJson, TurnJson
-from .session_store import SessionStore, StoredTurn
+from .session_store import SessionStore, StoredMessage, StoredTurn
 
 
 def as_json(store: SessionStore, session_id: str) -> SessionJson:
     summary = store.session(session_id)
+    path = store.path(summary.id)
+    shown = {message.id for message in path}
+    others = [message for message in _every_message(store, summary.id) if message.id not in shown]
     return {
         "session": summary.as_json(),
         "messages": [
@@ -21,11 +30,22 @@ def as_json(store: SessionStore, session_id: str) -> SessionJson:
                 "parent_id": message.parent_id,
                 "turn_id": message.turn_id,
                 "partial": message.partial,
+                "shown": message.id in shown,
             }
-            for message in store.path(summary.id)
+            for message in (*path, *others)
         ],
         "turns": [_turn_json(turn) for turn in store.turns(summary.id)],
     }
+
+
+def _every_message(store: SessionStore, session_id: str) -> list[StoredMessage]:
+    """Every message of the session, every version's, oldest first."""
+    found: list[StoredMessage] = []
+    below = store.children(None, session_id)
+    while below:
+        found += below
+        below = [child for message in below for child in store.children(message.id, session_id)]
+    return sorted(found, key=lambda message: message.id)
 
 
 def _turn_json(turn: StoredTurn) -> TurnJson:
@@ -68,36 +88,58 @@ def _thought(turn: StoredTurn | None, iteration: int) -> list[str]:
 
 def as_markdown(store: SessionStore, session_id: str) -> str:
     summary = store.session(session_id)
-    turns = {turn.user_message_id: turn for turn in store.turns(summary.id)}
+    turns = store.turns(summary.id)
     lines = [
         f"# {summary.title or 'Untitled session'}",
         "",
         f"*moa-chat session `{summary.id}` · preset {summary.preset} · {plural(summary.turns, 'turn')} · "
-        f"{_spent(list(turns.values()))} · updated {summary.as_json()['updated']}*",
+        f"{_spent(turns)} · updated {summary.as_json()['updated']}*",
         "",
     ]
-    turn: StoredTurn | None = None
+    path = store.path(summary.id)
+    for start, exchange in enumerate(path):
+        if exchange.role != "user":
+            continue
+        end = next((n for n in range(start + 1, len(path)) if path[n].role == "user"), len(path))
+        lines += _exchange(path[start:end], turns)
+        lines += _other_versions(store, summary.id, path[start:end], turns)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _turn_of(exchange: list[StoredMessage], turns: list[StoredTurn]) -> StoredTurn | None:
+    """The turn that wrote this version of an exchange: its reply's; for a prompt with no reply (a failed turn),
+    the last turn that answered the prompt."""
+    by_id = {turn.id: turn for turn in turns}
+    replied = next((m.turn_id for m in exchange[1:] if m.turn_id is not None), None)
+    if replied is not None and replied in by_id:
+        return by_id[replied]
+    asked = [turn for turn in turns if turn.user_message_id == exchange[0].id]
+    return asked[-1] if asked else None
+
+
+def _exchange(exchange: list[StoredMessage], turns: list[StoredTurn], heading: str = "##") -> list[str]:
+    """A prompt, its turn's reference answers and its reply (with tool calls and results), as Markdown."""
+    prompt = exchange[0]
+    turn = _turn_of(exchange, turns)
+    lines = [f"{heading} You", "", prompt.content, ""]
+    if turn is not None and turn.references:
+        lines += ["<details>", f"<summary>The panel: {len(turn.references)} references</summary>", ""]
+        for call in turn.references:
+            record = call.record
+            lines += [f"{heading}# {record.label} ({record.status})", ""]
+            lines += [call.text or f"*No answer: {record.error or record.status}*", ""]
+        lines += ["</details>", ""]
+    if turn is not None and turn.status == "failed" and len(exchange) == 1:  # no reply follows: say why
+        lines += [f"*The turn failed: {turn.error or 'no reason was given'}*", ""]
     rounds = 0  # the turn's assistant messages so far: the n-th is its aggregator's round n
-    for message in store.path(summary.id):
-        if message.role == "user":
-            turn, rounds = turns.get(message.id), 0
-            lines += ["## You", "", message.content, ""]
-            if turn is not None and turn.references:
-                lines += ["<details>", f"<summary>The panel: {len(turn.references)} references</summary>", ""]
-                for call in turn.references:
-                    record = call.record
-                    lines += [f"### {record.label} ({record.status})", ""]
-                    lines += [call.text or f"*No answer: {record.error or record.status}*", ""]
-                lines += ["</details>", ""]
-            if turn is not None and turn.status == "failed":  # no reply follows: say why, under the prompt
-                lines += [f"*The turn failed: {turn.error or 'no reason was given'}*", ""]
-        elif message.role == "assistant":
+    for message in exchange[1:]:
+        if message.role == "assistant":
             aggregator = (turn.preset_json.get("aggregator") or {}) if turn else {}
             who = f"{aggregator.get('provider')}:{aggregator.get('model')}" if aggregator else "assistant"
             rounds += 1
             thought = _thought(turn, rounds)
             if message.content:
-                lines += [f"## moa-chat ({who})", "", *thought, message.content, ""]
+                lines += [f"{heading} moa-chat ({who})", "", *thought, message.content, ""]
             else:
                 lines += thought
             for tool_call in message.tool_calls or []:
@@ -109,15 +151,44 @@ def as_markdown(store: SessionStore, session_id: str) -> str:
             elif turn is not None and message.content:
                 lines += [f"*{who} · {turn.seconds or 0:.1f}s · {_spent([turn])}*", ""]
         elif message.role == "tool":
-            lines += [
-                "<details>",
-                "<summary>tool result</summary>",
-                "",
-                "```",
-                message.content,
-                "```",
-                "",
-                "</details>",
-                "",
-            ]
-    return "\n".join(lines).rstrip() + "\n"
+            lines += ["<details>", "<summary>tool result</summary>", "", "```", message.content, "```", ""]
+            lines += ["</details>", ""]
+    return lines
+
+
+def _other_versions(
+    store: SessionStore, session_id: str, shown: list[StoredMessage], turns: list[StoredTurn]
+) -> list[str]:
+    """The exchange's other versions (re-asked, regenerated, edited), oldest first, folded: each its prompt
+    when it differs, its panel and its reply."""
+    prompt = shown[0]
+    starts = store.alternatives(session_id, prompt.id)
+    if len(starts) < 2:
+        return []
+    shown_ids = {message.id for message in shown}
+    lines = ["<details>", f"<summary>Other versions of this exchange: {len(starts) - 1}</summary>", ""]
+    for number, start in enumerate(starts, 1):
+        if start in shown_ids:
+            continue
+        version = _version(store, session_id, start)
+        turn = _turn_of(version, turns)
+        kind = {"ask": "asked", "reask": "re-asked", "regenerate": "regenerated", "edit": "edited"}
+        how = kind.get(turn.kind, turn.kind) if turn is not None else "asked"
+        lines += [f"### Version {number} of {len(starts)} ({how})", ""]
+        body = _exchange(version, turns, heading="####")
+        if version[0].content == prompt.content:
+            body = body[4:]  # the same prompt: not again
+        lines += [*body]
+    return [*lines, "</details>", ""]
+
+
+def _version(store: SessionStore, session_id: str, start: int) -> list[StoredMessage]:
+    """One version of an exchange: its prompt and its reply with the tool rounds under it (the newest branch),
+    up to the next prompt."""
+    leaf = store.latest_leaf(start)
+    path = store.path(session_id, leaf)
+    begin = next(n for n, message in enumerate(path) if message.id == start)
+    if path[begin].role != "user":
+        begin -= 1  # a reply: its prompt is the message before it
+    end = next((n for n in range(begin + 1, len(path)) if path[n].role == "user"), len(path))
+    return path[begin:end]

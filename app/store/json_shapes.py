@@ -22,6 +22,7 @@ class SlotJson(TypedDict, total=False):
     extra_body: dict[str, object] | None
     enabled: bool
     samples: int
+    context_window: int | None
 
 
 class PresetJson(TypedDict, total=False):
@@ -49,6 +50,9 @@ class PresetJson(TypedDict, total=False):
     anonymous: bool
     max_cost_per_turn: float | None
     save_traces: bool | None
+    compact_model: SlotJson | None
+    compact_at: float
+    output_reserve: int
 
 
 class SummaryJson(TypedDict):
@@ -95,5 +99,7 @@ class SessionJson(TypedDict):
     """Everything the store holds for a session: `moa-chat export --json`."""
 
     session: SummaryJson
-    messages: list[dict[str, object]]  # the chat messages, each with its id, parent_id, turn_id and partial
+    # The conversation shown, in order, then every other version's messages, each with its id, parent_id,
+    # turn_id, partial and `shown` (on the conversation shown)
+    messages: list[dict[str, object]]
     turns: list[TurnJson]

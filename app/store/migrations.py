@@ -130,6 +130,23 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, kind, task_id, job)
     );
     """,
+    # 8: what moa-chat learns about a model, kept so that it is learned once: the context window an overflow
+    # error named (with the prompt's size it named, and what the provider's metadata said then), and how the
+    # provider's count of a prompt compares with moa-chat's estimate of it.
+    """
+    CREATE TABLE model_facts (
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        learned_window INTEGER,
+        learned_prompt_tokens INTEGER,
+        learned_provider_said INTEGER,
+        learned_at REAL,
+        token_ratio REAL,
+        token_samples INTEGER NOT NULL DEFAULT 0,
+        calibrated_at REAL,
+        PRIMARY KEY (provider, model)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,10 +14,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import uuid
 from pathlib import Path
 
 WAIT = 600.0  # seconds a turn waits for another turn on its session before it gives up
 LOCKS = "locks"
+
+
+def new_session_id() -> str:
+    """An id for a session not stored yet: its turn locks it before the session is stored, so that no other
+    process can start a turn on it in between."""
+    return uuid.uuid4().hex[:12]
 
 
 class SessionLock:

@@ -16,7 +16,6 @@ import json
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,8 @@ from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, default_path, is_damage
 from .health import StoreDamaged, StoreHealth
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
+from .model_facts import ModelFacts
+from .session_lock import new_session_id
 
 TITLE_LENGTH = 60
 # A session's turns are its exchanges: the prompts on the conversation shown (the path to its head). A
@@ -132,6 +133,9 @@ class SessionStore:
         self._db = connect(self.file)
         self._lock = threading.RLock()
         self.health = StoreHealth.watching(self.file)  # writes wait for its check, and stop once it finds damage
+        # Learned context windows and token calibrations, per model: the llm layer's WindowMemory and
+        # CalibrationMemory.
+        self.model_facts = ModelFacts(self.transaction)
 
     def close(self) -> None:
         with self._lock:
@@ -162,8 +166,7 @@ class SessionStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
-                if isinstance(exc, sqlite3.DatabaseError):
-                    self._raise_if_damaged(exc)
+                self._raise_if_damaged(exc)
                 raise StoreError(
                     f"could not save to {self.file} ({exc}); the change was not kept. Check that the disk has"
                     " free space and that no other program holds the database locked, then try again"
@@ -184,8 +187,8 @@ class SessionStore:
                 self._raise_if_damaged(exc)
                 raise
 
-    def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
-        if is_damage(exc):
+    def _raise_if_damaged(self, exc: sqlite3.Error) -> None:
+        if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
             self.health.found(str(exc))
             raise StoreDamaged(self.health.message) from exc
 
@@ -193,7 +196,7 @@ class SessionStore:
 
     def create_session(self, preset: str, title: str = "", *, session_id: str | None = None) -> str:
         now = time.time()
-        session_id = session_id or new_session_id()
+        session_id = session_id or new_session_id()  # an id locked before the session exists: session_lock.py
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, title, created, updated, preset) VALUES (?, ?, ?, ?, ?)",
@@ -463,10 +466,6 @@ class SessionStore:
 
 
 # --------------------------------------------------------------------------- rows
-
-
-def new_session_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def make_title(text: str) -> str:

@@ -29,21 +29,14 @@ def trace_path(session_id: str, folder: Path | None = None) -> Path:
 class TraceWriter:
     """Appends call traces for one session; safe to call from the reference pool's threads."""
 
-    def __init__(
-        self,
-        session_id: str,
-        *,
-        folder: Path | None = None,
-        scrub: Callable[[str], str] | None = None,
-        turn: int | None = None,
-    ):
+    def __init__(self, session_id: str, *, folder: Path | None = None, scrub: Callable[[str], str] | None = None):
         self.path = trace_path(session_id, folder)
-        self.turn = turn  # the stored turn these calls belong to
         self._scrub = scrub
         self._lock = threading.Lock()
 
-    def __call__(self, entry: Mapping[str, object]) -> None:
-        record: dict[str, object] = {"time": round(time.time(), 3), "turn": self.turn, **entry}
+    def write(self, entry: Mapping[str, object], *, turn: int | None) -> None:
+        """One call's trace, under the stored turn it belongs to."""
+        record: dict[str, object] = {"time": round(time.time(), 3), "turn": turn, **entry}
         request = record.get("request")
         if isinstance(request, dict):
             record["request"] = {k: v for k, v in request.items() if k in REQUEST_FIELDS and v is not None}

@@ -9,12 +9,13 @@ import importlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from importlib.resources import files
 from pathlib import Path, PurePath
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import RenderableType
 from textual import events, work
@@ -44,11 +45,26 @@ STYLESHEETS = ("app.tcss", "chat.tcss", "sidebar.tcss", "prompt.tcss", "modals.t
 # How long a thread may hold the GIL while another waits for it. The UI thread lays out and paints in long
 # stretches of Python; a turn's threads need the GIL back after every socket write and read, and each wait can
 # last the whole interval (CPython's default). A short one lets the fan-out's requests leave while the screen
-# is laid out, for a few per cent of throughput while both are busy (bench/fanout.py, docs/performance.md).
+# is laid out, at a small cost in throughput while both are busy (bench/fanout.py, docs/performance.md).
 SWITCH_INTERVAL = 0.0005
 
+
 # How the app gets its session: built with the approver the app hands it (the approval dialog, on this app).
-SessionFactory = Callable[[Approver], ChatSession]
+class SessionFactory(Protocol):
+    """Builds the chat's session (a stored one, a session reopened, a test's) with what the app gives every
+    session: its approver, the approval dialog, and `restart_cut_reply`: the chat shows a reply cut off after
+    text arrived as an earlier version, and the one asked again."""
+
+    def __call__(self, approver: Approver, *, restart_cut_reply: bool) -> ChatSession: ...
+
+
+def _plain_session(config: Config, preset: Preset) -> SessionFactory:
+    """A session of `preset`, not stored."""
+
+    def build(approver: Approver, *, restart_cut_reply: bool) -> ChatSession:
+        return ChatSession(config, preset, approver=approver, restart_cut_reply=restart_cut_reply)
+
+    return build
 
 
 def stylesheet_paths() -> list[str | PurePath]:
@@ -79,6 +95,9 @@ class MoAChatApp(App[int]):
 
     # Under 120 columns the screen gets -narrow and the sidebar slims down (sidebar.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # Seconds between two questions to Ollama (None: only at start and when F2 opens), so that an Ollama started
+    # or stopped while the chat runs is found: F3, F2, the palette and the header follow it.
+    OLLAMA_RECHECK: float | None = 5.0
 
     def __init__(
         self,
@@ -90,19 +109,19 @@ class MoAChatApp(App[int]):
         remember_theme: bool = True,
         session: SessionFactory | None = None,
         freeze_heap: bool = False,
+        approval_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`session`: builds the chat's session with the approver given (a stored one, a session reopened...);
         by default a session of `preset`, not stored. `freeze_heap`: for a process that is the app's alone
-        (run_app): the garbage collector as heap.py tells."""
+        (run_app): the garbage collector as heap.py tells. `approval_clock`: the approval dialog's quiet period
+        runs on it (real time; a test's own)."""
         super().__init__()
         self._quitting = False
         self.config = config
-        # Tool calls that need a yes ask it in a dialog on this app; its quiet period runs on `approver.clock`.
-        self.approver = DialogApprover(self)
-        make_session = session or (lambda approver: ChatSession(config, preset, approver=approver))
-        self.session = make_session(self.approver)
-        # The chat shows a reply cut off after text arrived as an earlier version, and the one asked again.
-        self.session.restart_cut_reply = True
+        # Tool calls that need a yes ask it in a dialog on this app.
+        self.approver = DialogApprover(self, approval_clock)
+        make_session = session or _plain_session(config, preset)
+        self.session = make_session(self.approver, restart_cut_reply=True)
         self.notice = notice
         self._remember_theme = remember_theme
         self._freeze_heap = freeze_heap
@@ -150,7 +169,9 @@ class MoAChatApp(App[int]):
         outcome = clipboard.copy(text)  # up to a couple of seconds for a tool: never on the UI's thread
         if what is not None:
             message, severity = outcome.message(what)
-            self.call_from_thread(self.notify, message, severity=severity, timeout=8, markup=False)
+            # Long enough to read, short enough not to sit over what is opened next (a warning says what to do).
+            timeout = 8 if severity == "warning" else 4
+            self.call_from_thread(self.notify, message, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
@@ -215,7 +236,9 @@ class MoAChatApp(App[int]):
         if self._freeze_heap:
             heap.first_frame()
             self.watch(self.chat, "turn_running", self._turn_running_changed, init=False)
-        self._ask_ollama()
+        self.recheck_ollama()
+        if self.OLLAMA_RECHECK is not None:
+            self.set_interval(self.OLLAMA_RECHECK, self.recheck_ollama)
         warm_up(then=partial(_import_deferred, self, freeze=self._freeze_heap))
 
         usable, problems = check_keymap(self.config.keymap or {}, known_binding_ids())
@@ -236,20 +259,22 @@ class MoAChatApp(App[int]):
             heap.collect_after_turn(self.set_timer, lambda: self.chat.turn_running)
 
     @work(thread=True, group="ollama", exit_on_error=False)
-    def _ask_ollama(self) -> None:
-        """Which models a local Ollama has (half a second at most, usually a refused connection at once): on a
-        worker thread, so the chat never waits for it."""
-        models = installed_models(self.session.config)
+    def recheck_ollama(self) -> None:
+        """Which models a local Ollama has, asked afresh (half a second at most, usually a refused connection at
+        once): on a worker thread, so the chat never waits for it."""
+        models = installed_models(self.session.config, fresh=True)
         self.call_from_thread(self.ollama_answered, models)
 
     def ollama_answered(self, models: tuple[str, ...] | None) -> None:
-        """What Ollama has now (None: it did not answer). An open preset picker offers its models at once."""
-        self.ollama_checked = True
-        if models == self.ollama_models:
+        """What Ollama has now (None: it did not answer). A change shows at once: an open preset picker offers
+        its models and says which presets can run, and the header says whether the current one can."""
+        first, self.ollama_checked = not self.ollama_checked, True
+        if models == self.ollama_models and not first:
             return
         self.ollama_models = models
         if isinstance(self.screen, PresetPicker):
             self.screen.offer_ollama(models)
+        self.chat.ollama_changed()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -260,7 +285,7 @@ class MoAChatApp(App[int]):
 
 # What the first screen does not show, imported after it on the SDK's warm-up thread (or by the first action
 # that needs it, if that comes sooner): Textual's Markdown (markdown-it, Pygments' lexer map) and DataTable
-# were a quarter of the imports before the first screen (bench/startup.py).
+# are a large share of the imports, which the first screen need not wait for (bench/startup.py).
 DEFERRED = (
     "moa_chat.tui.widgets.markdown",
     "moa_chat.tui.screens.help",

@@ -22,11 +22,11 @@ class DialogApprover:
     def __init__(self, app: App[Any], clock: Callable[[], float] = time.monotonic) -> None:
         self.app = app
         # The dialog's quiet period runs on this clock: real time, or a test's.
-        self.clock = clock
+        self._clock = clock
 
     def ask(self, request: ApprovalRequest) -> Future[Decision]:
         answer: Future[Decision] = Future()
-        screen = ApprovalScreen(request, clock=lambda: self.clock())
+        screen = ApprovalScreen(request, clock=self._clock)
 
         def decided(decision: Decision | None) -> None:
             with contextlib.suppress(InvalidStateError):  # already withdrawn

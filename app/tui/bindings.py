@@ -48,7 +48,7 @@ CHAT_BINDINGS: list[BindingType] = [
     Binding("f2", "preset_picker", "Presets", id="preset_picker", tooltip="pick a preset"),
     Binding("f3", "next_preset", "Next preset", id="next_preset", tooltip="next preset"),
     # xterm, GNOME Terminal and tmux send Shift+F3 as CSI 1;2R, which keys.KeyParser reads as shift+f3 (Textual
-    # alone took it for a cursor report); F15 is that sequence's name in Textual's table, kept as a fallback.
+    # alone takes it for a cursor report); F15 is that sequence's name in Textual's table, kept as a fallback.
     Binding(
         "shift+f3,f15",
         "previous_preset",

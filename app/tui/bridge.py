@@ -25,14 +25,14 @@ from typing import Any
 from textual.message import Message
 
 from ..engine import ReasoningDelta, ReferenceQueued, ReferencesSent, ReferenceStarted, ReplyDelta
-from ..session import Event, TurnResult
+from ..session import TurnEvent, TurnResult
 from ..text.inert import inert
 
 
 class CoreEvent(Message):
     """A core event (moa_chat.events) for the app to render."""
 
-    def __init__(self, event: Event) -> None:
+    def __init__(self, event: TurnEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -104,7 +104,7 @@ class TurnBridge:
         or its first sign of anything else; at most `timeout` seconds."""
         return self._dispatched.wait(timeout)
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TurnEvent) -> None:
         # Any event but these two (they come before the requests) says the requests have left. Once set, not
         # again: this runs for every streamed token, and Event.set takes a lock and notifies.
         if not self._dispatched.is_set() and not isinstance(event, ReferenceQueued | ReferenceStarted):

@@ -12,8 +12,10 @@ from textual.app import SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ..config.adhoc import SELF_MOA_SAMPLES
-from ..providers import has_key
+from ..engine.panel import panel
+from ..providers import has_key, readiness
 from ..providers.ollama import OLLAMA
+from ..text.wording import plural
 from .keys import key_texts
 from .screens.chat import ChatScreen, find_chat
 
@@ -25,8 +27,11 @@ class PresetCommands(Provider):
         entries: list[tuple[str, str, Callable[[], object]]] = []
         for name in sorted(presets):
             preset = presets[name]
-            help_text = f"{preset.description} — {len(preset.references)} references → {preset.aggregator.label}"
-            entries.append((f"Switch preset: {name}", help_text, partial(chat.presets.switch, name)))
+            # Seats, as the picker and the sidebar count them: a model asked three times is three references.
+            panel_text = f"{plural(len(panel(preset)), 'reference')} → {preset.aggregator.label}"
+            state = readiness(chat.session.config, preset)
+            help_text = f"{preset.description} — {panel_text}" + (f" — {state.reason}" if state.reason else "")
+            entries.append((f"Switch preset: {name}", help_text, partial(chat.presets.choose, name)))
         return entries
 
     async def discover(self) -> Hits:

@@ -23,3 +23,8 @@ class ChatHost(Copier, Protocol):
 
     @property
     def ollama_models(self) -> tuple[str, ...] | None: ...
+
+    def recheck_ollama(self) -> object:
+        """Ask Ollama again, off the UI's thread (a preset list is about to be shown): its answer comes back to
+        whatever shows which presets can run."""
+        ...

@@ -35,6 +35,7 @@ def show_panel(screen: Screen[Any], reply: AssistantReply | None) -> None:
         return
     from .screens.panel import PanelAnswers  # imported when first needed: see DEFERRED in tui/app.py
 
+    screen.app.clear_notifications()  # what was said about the chat (a copy) would cover the answers
     screen.app.push_screen(PanelAnswers(reply.panel, reply.aggregator))
 
 
@@ -45,4 +46,5 @@ def show_side_by_side(screen: Screen[Any], reply: AssistantReply | None) -> None
         return
     from .screens.side_by_side import SideBySide
 
+    screen.app.clear_notifications()  # what was said about the chat (a copy) would cover the columns
     screen.app.push_screen(SideBySide(reply.panel, reply.aggregator))

@@ -27,28 +27,35 @@ class PresetChoices:
         self._screen = screen
         self._host = host
         self._switched = switched
-        self._told_skipped = False
+        self._told_skipped: tuple[tuple[str, str | None], ...] = ()  # the skipped presets last told, and why
 
     def switch(self, name: str) -> None:
         self._switched(self.session.switch_preset(name))
 
+    def choose(self, name: str) -> None:
+        """Switch to `name` (the palette) if it can run here; else say why, as the picker does, and stay."""
+        state = readiness(self.session.config, self.session.config.preset(name))
+        if not state.runnable:
+            self._screen.notify(
+                state.problem or f"{name} cannot run here", title="Preset not switched", severity="error", markup=False
+            )
+            return
+        self.switch(name)
+
     def cycle(self, step: int) -> None:
-        # Only presets that can run: stepping onto one whose key is missing would just fail the next prompt.
-        # The first time, say which ones are passed over and what each needs.
-        if not self._told_skipped:
-            self._told_skipped = True
-            config = self.session.config
-            skipped = [state for state in map(partial(readiness, config), cycle_order(config)) if not state.runnable]
-            if skipped:
-                why = ", ".join(
-                    f"{s.preset.name} ({s.needs} not set)" if s.needs else f"{s.preset.name} ({_reason(s.problem)})"
-                    for s in skipped
-                )
-                self._screen.notify(f"F3 skips the presets that cannot run here: {why}.", timeout=10)
-        preset = next_runnable(self.session.config, self.session.preset.name, step)
+        # Only presets that can run: stepping onto one that cannot would just fail the next prompt. Say which
+        # ones are passed over and why, the first time and whenever that changes (an Ollama started or stopped).
+        config = self.session.config
+        skipped = [state for state in map(partial(readiness, config), cycle_order(config)) if not state.runnable]
+        told = tuple((state.preset.name, state.reason) for state in skipped)
+        if told and told != self._told_skipped:
+            why = ", ".join(f"{name} ({reason})" for name, reason in told)
+            self._screen.notify(f"F3 skips the presets that cannot run here: {why}.", timeout=10, markup=False)
+        self._told_skipped = told
+        preset = next_runnable(config, self.session.preset.name, step)
         if preset is None:
             self._screen.notify(
-                "No other preset can run with the keys set here; F2 lists what each one needs.",
+                "No other preset can run here; F2 lists what each one needs.",
                 title="Preset not switched",
                 severity="warning",
             )
@@ -91,15 +98,11 @@ class PresetChoices:
 
         picker = PresetPicker(self.session.config, self.session.preset.name, ollama=self._host.ollama_models)
         self._screen.app.push_screen(picker, chosen)
+        self._host.recheck_ollama()  # Ollama may have started or stopped since it was last asked
 
     def announce_preflight(self, preset: Preset) -> None:
         """What would stop `preset`'s next turn (a missing key), or slow it, as notices."""
         error, warning = self.session.preflight(preset)
         for text, level in ((error, "error"), (warning, "warning")):
             if text:
-                self._screen.notify(text, severity="error" if level == "error" else "warning", timeout=8)
-
-
-def _reason(problem: str | None) -> str:
-    """Why a preset cannot run, without the "preset 'x': " its problem starts with."""
-    return (problem or "it cannot run").split(": ", 1)[-1]
+                self._screen.notify(text, severity="error" if level == "error" else "warning", timeout=8, markup=False)

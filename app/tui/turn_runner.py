@@ -21,7 +21,7 @@ from textual.widget import Widget
 
 from ..engine import CancelToken, ReplyRestarted
 from ..engine.panel import panel
-from ..session import ChatSession, Event, Notice, Observer, ServerStart, ToolCallEvent, TurnResult
+from ..session import ChatSession, Notice, Observer, ServerStart, ToolCallEvent, TurnEvent, TurnResult
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
@@ -182,7 +182,7 @@ class TurnRunner:
 
     async def apply(self, message: CoreEvent, log: ChatLog, sidebar: ReferenceSidebar) -> None:
         """Route a core event to the widget it concerns."""
-        event: Event = message.event
+        event: TurnEvent = message.event
         reply = self.reply
         if isinstance(event, ServerStart):
             await self._server_start(event, log)

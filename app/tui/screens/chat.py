@@ -3,7 +3,8 @@
 The screen lays the chat out and routes: a prompt becomes a TurnRequest for its TurnRunner (turn_runner.py),
 which runs it on a worker thread; what the turn reports crosses back through the bridge, in order, and the
 runner hands each event to the widget it concerns. The keys and the footer's choice of them are bindings.py's;
-the ways to change the preset are preset_choices.py's; what the screen needs of the app is a ChatHost.
+the ways to change the preset are preset_choices.py's; Tab's order is tab_order.py's (the screen's base); what
+the screen needs of the app is a ChatHost.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from ..bridge import CoreEvent, ReplyText, TurnDone
 from ..host import ChatHost
 from ..keys import key_texts
 from ..last_reply import copy_code, copy_reply, show_panel, show_side_by_side
-from ..pacing import PromptlyPainted
 from ..preset_choices import PresetChoices
+from ..tab_order import TabOrder
 from ..turn_runner import Edit, Rerun, Send, TurnRunner
 from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from ..widgets.footer import KeyFooter
@@ -53,7 +54,7 @@ def find_chat(app: App[Any]) -> ChatScreen:
     raise LookupError("the chat screen is not mounted yet")
 
 
-class ChatScreen(PromptlyPainted[None]):
+class ChatScreen(TabOrder):
     # Below 90 columns the sidebar would squeeze the conversation: it hides, and F4 lays it over the log.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]
     # The prompt has focus in the first frame: Textual's default, the first focusable widget, is the first
@@ -122,13 +123,13 @@ class ChatScreen(PromptlyPainted[None]):
         yield StatusHeader(self.preset, id="header")
         with Horizontal(id="body"):
             log = ChatLog(id="chat-log")
-            # Not a Tab stop: focused, it showed nothing and swallowed what was typed. PgUp/PgDn and Ctrl+End
+            # Not a Tab stop: focused, it would show nothing and swallow what is typed. PgUp/PgDn and Ctrl+End
             # scroll it from anywhere; what can be done in it (a tool call, earlier messages) still takes focus.
             log.can_focus = False
             with log:
                 if not self._history:
                     # Composed, not mounted on mount: the first frame is then the whole screen (mounted, the
-                    # welcome and the notices came two frames after the rest, bench/startup.py).
+                    # welcome and the notices would come frames after the rest, bench/startup.py).
                     yield Welcome.for_preset(self.preset, key_texts(self))
                     yield from self._opening_notices()
             yield ReferenceSidebar(self.preset, id="sidebar")
@@ -159,14 +160,6 @@ class ChatScreen(PromptlyPainted[None]):
         prompt.focus()
         if self.session.config.mcp_servers:
             self.runner.start_mcp()
-
-    @property
-    def sidebar(self) -> ReferenceSidebar:
-        return self.query_one(ReferenceSidebar)
-
-    @property
-    def chat_log(self) -> ChatLog:
-        return self.query_one(ChatLog)
 
     def _set_turn_running(self, running: bool) -> None:
         self.turn_running = running
@@ -368,6 +361,11 @@ class ChatScreen(PromptlyPainted[None]):
     def action_previous_preset(self) -> None:
         self.presets.cycle(-1)
 
+    def ollama_changed(self) -> None:
+        """Ollama answered differently (it started, stopped, pulled a model): whether the preset can run may
+        have changed with it."""
+        self.query_one(StatusHeader).refresh()
+
     def _show_switched(self, preset: Preset) -> None:
         self.query_one(StatusHeader).show(preset)
         when = " from the next turn" if self.turn_running else ""
@@ -400,22 +398,10 @@ class ChatScreen(PromptlyPainted[None]):
         self.app.push_screen(TraceScreen(session.store, session.id, traces_on=session.config.traces_for(self.preset)))
 
     def on_reference_card_selected(self, event: ReferenceCard.Selected) -> None:
-        # Closed, it hands the keys back to the prompt: left on the card, what is typed next went nowhere.
+        # Closed, it hands the keys back to the prompt: left on the card, what is typed next would go nowhere.
         from .reference_detail import ReferenceDetail
 
         self.app.push_screen(ReferenceDetail(event.card, self.host), lambda _: self.focus_prompt())
-
-    def focus_prompt(self) -> None:
-        self.set_focus(self.query_one(PromptInput))  # now, not after a refresh as Widget.focus: the next key lands here
-
-    def on_prompt_input_tab_out(self, event: PromptInput.TabOut) -> None:
-        """Tab from the prompt goes to the panel's first card, Shift+Tab up into the log's newest stop."""
-        moved = self.sidebar.focus_first_card() if event.forward else self.chat_log.focus_newest_stop()
-        if not moved:
-            self.focus_next() if event.forward else self.focus_previous()
-
-    def on_reference_sidebar_left(self) -> None:
-        self.focus_prompt()
 
     @on(OptionList.OptionSelected, "#path-completion")
     def _on_path_chosen(self, event: OptionList.OptionSelected) -> None:

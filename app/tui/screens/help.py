@@ -1,7 +1,9 @@
 """F1: what the keys do — generated from the bindings in force, so a `keymap:` remap shows here.
 
 One line per key where the width allows, in two columns (the key, what it does), inside a frame whose edges
-carry the title and the way out: on a 36-row terminal it all fits, on a smaller one the list scrolls.
+carry the title and the way out. On a 36-row terminal every key shows and the footnote under them is a scroll
+away; on a smaller one the keys scroll too. The scrolling part is never taller than the frame's inside, so End,
+PgDn and ↓ reach its last line.
 """
 
 from __future__ import annotations

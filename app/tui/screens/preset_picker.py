@@ -1,13 +1,14 @@
 """F2: every preset, one aligned row each, in the order F3 cycles them; Enter switches.
 
-A preset that cannot run (its aggregator's key is not set) is dimmed and says which variable it needs;
-choosing it explains how to fix that instead of switching to a chat that would only fail. What it needs follows
+A preset that cannot run (its aggregator's key is not set, the local extra is not installed, its Ollama is
+not running) is dimmed and says what it needs, in the words `moa-chat presets` uses; choosing it explains how
+to fix that instead of switching to a chat that would only fail. What it needs follows
 its models on the same line when the row has room, else takes a line of its own (60 columns): it is the one
 part of the row that must never be cut.
 
 When an Ollama server on this machine has answered, its models follow the presets: Enter on one starts a
 Self-MoA on that model for the session (a `custom` preset), and a preset naming a model Ollama has not
-pulled says so. When Ollama is not running, the picker is exactly as without it.
+pulled says so. Ollama is asked again as the picker opens: its answer updates the rows.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
     def __init__(self, config: Config, active: str, *, ollama: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.config, self.active = config, active
-        self.states: dict[str, Readiness] = {p.name: readiness(config, p) for p in cycle_order(config)}
+        self.states = self._states()
         self.ollama = ollama  # the models Ollama has pulled; None when it has not answered
 
     def compose(self) -> ComposeResult:
@@ -61,6 +62,9 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
                 Content.assemble(("Enter", "bold"), " switch · ", ("Esc", "bold"), " close"), classes="modal-hint"
             )
         yield dialog_footer()
+
+    def _states(self) -> dict[str, Readiness]:
+        return {p.name: readiness(self.config, p) for p in cycle_order(self.config)}
 
     def _options(self) -> list[Option | None]:
         states = list(self.states.values())
@@ -77,7 +81,7 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
             # Nothing is "not pulled" while Ollama has not answered, or has no models to compare with.
             unpulled = not_pulled(preset, self.ollama) if self.ollama else []
             if not state.runnable:
-                status = Content.styled(f"needs {state.needs or 'a fix'}", "$text-warning")
+                status = Content.styled(state.reason or "", "$text-warning")
             elif state.missing:
                 status = Content.styled(f"needs {state.needs} for some references", "$text-warning")
             elif unpulled:
@@ -133,8 +137,10 @@ class PresetPicker(ModalScreen[str | SelfMoA | None]):
         return options
 
     def offer_ollama(self, models: tuple[str, ...] | None) -> None:
-        """Ollama answered while the picker was open: show its models (the highlighted row stays)."""
+        """Ollama answered while the picker was open: show its models and which presets can run now (the
+        highlighted row stays)."""
         self.ollama = models
+        self.states = self._states()
         self._rebuild()
 
     def on_resize(self) -> None:

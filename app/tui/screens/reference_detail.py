@@ -89,6 +89,11 @@ class ReferenceDetail(ModalScreen[None]):
             return Content.styled("The aggregator's reply is in the chat log.", "italic $text-muted")
         if self.status in ("idle", "queued"):
             return Content.styled("Not started yet — its text shows here as it arrives.", "italic $text-muted")
+        if self.status == "unasked":
+            return Content.styled(
+                "Not asked: this turn went to the aggregator alone (a solo turn, Ctrl+T), so no reference answered.",
+                "italic $text-muted",
+            )
         if self.status == "running":
             return Content.styled("Nothing written yet — its text shows here as it arrives.", "italic $text-muted")
         return Content.styled("This reference gave no answer this turn.", "italic $text-muted")

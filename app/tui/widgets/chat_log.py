@@ -65,8 +65,15 @@ class ChatLog(VerticalScroll):
     def render_lines(self, crop: Region) -> list[Strip]:
         return repeated_line(self, crop) or super().render_lines(crop)
 
+    def in_view(self, chain: list[Widget], focused: Widget | None) -> list[Widget]:
+        """`chain` (the screen's Tab stops) less the log's own that are scrolled out of view: focused, one of
+        those would scroll the log to it. The focused widget stays, wherever it is."""
+        view = self.scrollable_content_region
+        return [w for w in chain if w is focused or self not in w.ancestors or view.overlaps(w.region)]
+
     def focus_newest_stop(self) -> bool:
-        """Focus the log's last tab stop (a tool call's header, the earlier-messages line); False if none."""
+        """Focus the log's last tab stop in view (a tool call's header, the earlier-messages line); False if
+        none."""
         stops = [widget for widget in self.screen.focus_chain if self in widget.ancestors]
         if stops:
             stops[-1].focus()

@@ -2,7 +2,8 @@
 
 One line, whatever the width: the parts give way in order (the app's name, then the words "preset" and
 "aggregator", then the aggregator's name shortens) rather than run into each other. The preset's name and
-the totals always show, and so does a missing key: without it, the next prompt fails.
+the totals always show, and so does what the preset needs to run (a key, an Ollama that is not running):
+without it, the next prompt fails.
 
 The cost shows once some call had a price: "$0.0123", or "$0.0123+" when other calls used tokens at no
 known price (the sum is then a lower bound: still worth seeing, and the + says what it leaves out). A model
@@ -46,8 +47,7 @@ class StatusHeader(Widget):
         config = getattr(self.app, "config", None)
         if not isinstance(config, Config):
             return None
-        state = readiness(config, self.preset)
-        return None if state.runnable else state.needs or "a fix"
+        return readiness(config, self.preset).reason  # "needs OPENROUTER_API_KEY", as F2 and `presets` say
 
     def cost_text(self) -> str | None:
         if self.cost is None:
@@ -75,12 +75,13 @@ class StatusHeader(Widget):
         answers = [("aggregator ", "$text-muted"), aggregator]
         if needs:
             # Without its key the preset cannot answer at all: that outranks who would have answered.
-            warning = [("  ⚠ needs ", "$text-warning"), (needs, "bold $text-warning")]
+            verb, what = ("needs ", needs.removeprefix("needs ")) if needs.startswith("needs ") else ("", needs)
+            warning = [(f"  ⚠ {verb}", "$text-warning"), (what, "bold $text-warning")]
             return [
                 Content.assemble(("moa-chat  ", "bold"), *preset, "  ", *answers, *warning),
                 Content.assemble(*preset, "  ", *answers, *warning),
                 Content.assemble(*preset, *warning),
-                Content.assemble(name, ("  ⚠ ", "$text-warning"), (needs, "bold $text-warning")),
+                Content.assemble(name, ("  ⚠ ", "$text-warning"), (what, "bold $text-warning")),
             ]
         return [
             Content.assemble(("moa-chat  ", "bold"), *preset, "  ", *answers),

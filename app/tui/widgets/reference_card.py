@@ -40,6 +40,7 @@ GLYPHS = {
     "cancelled": "–",
     "cut_off": "✂",
     "late": "»",
+    "unasked": "○",
 }
 WORDS = {
     "idle": "ready",
@@ -52,6 +53,7 @@ WORDS = {
     "cancelled": "cancelled",
     "cut_off": "cut off",
     "late": "not waited for",
+    "unasked": "not asked this turn",
 }
 STYLES = {
     "queued": "$text-muted",
@@ -64,6 +66,7 @@ STYLES = {
     "cut_off": "$warning",
     "late": "$text-muted",
     "idle": "$text-muted",
+    "unasked": "$text-muted",
 }
 # Below this much writing time the rate swings with every chunk: no tokens per second until then.
 RATE_AFTER = 0.5

@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ...config import Config, Preset
@@ -112,11 +113,44 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
     def toggle(self) -> None:
         """F4: hide or show it beside the log; on a narrow screen, where it starts hidden, open or close it
         over the log (sidebar.tcss). Classes, not `display`, so each width keeps its own choice across a
-        resize; `display` still reads true exactly when it shows."""
-        if self.screen.has_class("-narrow"):
+        resize; `display` still reads true exactly when it shows. Shown for a moment by Tab (`peek`), F4
+        keeps it shown."""
+        narrow = self.screen.has_class("-narrow")
+        if self.has_class("-peek"):
+            self.remove_class("-peek")
+            self.add_class("-open") if narrow else self.remove_class("-hidden")
+        elif narrow:
             self.toggle_class("-open")
         else:
             self.toggle_class("-hidden")
+
+    def focus_card(self, *, first: bool) -> None:
+        """Tab (`first`) or Shift+Tab from the prompt: focus the first card, or the last (the aggregator's). A
+        hidden panel shows over the log until the focus leaves it (`unpeek`), so that the log's view stays as
+        it was: beside it, the log would wrap its lines again."""
+        if self._shown_cards():
+            self._focus_end(first)
+            return
+        self.add_class("-peek")
+        self.call_after_refresh(self._focus_end, first)
+
+    def on_mount(self) -> None:
+        self.watch(self.screen, "focused", self._focus_moved, init=False)
+
+    def _focus_moved(self, focused: Widget | None) -> None:
+        """The focus left a panel Tab showed (to the prompt, the log): it hides again."""
+        if self.has_class("-peek") and focused is not None and self not in focused.ancestors_with_self:
+            self.remove_class("-peek")
+
+    def _shown_cards(self) -> list[ReferenceCard]:
+        if not self.display:
+            return []
+        return [card for card in (*self._cards, self._aggregator) if card is not None and card.display]
+
+    def _focus_end(self, first: bool) -> None:
+        shown = self._shown_cards()
+        if shown:
+            self.screen.set_focus(shown[0] if first else shown[-1])
 
     def cards(self) -> list[ReferenceCard]:
         return list(self._cards)
@@ -156,6 +190,12 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             if event.record is None or event.record.status != "cancelled":
                 self._say_layers(f"After layer {event.layer}: {event.reason}")
             return
+        if isinstance(event, AggregatorStarted) and event.references_total == 0:
+            # The aggregator reads no reference answer this turn (a solo turn, or a regenerate of one): the
+            # references still waiting were never asked, which is no failure of theirs.
+            for waiting in self._cards:
+                if waiting.status == "queued":
+                    waiting.reset("unasked")
         if isinstance(event, AggregatorStarted | AggregatorFinished):
             card: ReferenceCard | None = self.aggregator_card
         elif isinstance(event, CallRetrying) and event.role == "aggregator":
@@ -207,16 +247,8 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
             complete = ledger.cost_complete("agreement")
             self._say_layers(f"{self._layers_text} · checks {cost_label(cost, complete=complete)}")
 
-    def focus_first_card(self) -> bool:
-        """Focus the first card that is shown; False when none is (the sidebar hidden, or no panel)."""
-        shown = [card for card in (*self._cards, self._aggregator) if card is not None and card.display]
-        if not self.display or not shown:
-            return False
-        shown[0].focus()
-        return True
-
     def action_back(self) -> None:
-        cards = [card for card in (*self._cards, self._aggregator) if card is not None and card.display]
+        cards = self._shown_cards()
         if cards and self.screen.focused is cards[0]:
             self.post_message(self.Left())
         else:

@@ -1,7 +1,8 @@
 """The usage ledger: one record per model call, the single source of every token total.
 
-The header, `ask --json` and the sidebar read totals from here; cost and traces will too. A turn keeps
-its own ledger (in its TurnResult); the session adds each turn's to its own.
+The header, `ask --json`, the sidebar and the API's `usage` read their totals from here. A turn keeps its own
+ledger (its TurnEnv's: every finished call's record is kept as the turn reports it); the session adds each
+turn's to its own.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from ..engine.events import AggregatorFinished, AgreementChecked, CallRecord, ReferenceFinished, Role
 from ..llm.usage import Usage, sum_usage
+from .events import AggregatorFinished, AgreementChecked, CallRecord, ReferenceFinished, Role
 
 
 class UsageLedger:

@@ -7,9 +7,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from ..engine.events import ReasoningDelta, ReplyDelta
+from ..engine.events import Observer, ReasoningDelta, ReplyDelta, TurnEvent
 from ..engine.privacy import privacy_scrub as privacy_scrub  # where the chat and `ask` find it
-from .turn_events import Event, Observer
 
 T = TypeVar("T")
 
@@ -27,7 +26,7 @@ class DisplayScrub:
         self._held = ""
         self._thought: ReasoningDelta | None = None  # the aggregator's thinking not shown yet
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TurnEvent) -> None:
         if isinstance(event, ReplyDelta):
             self._flush_thought()
             self._held, ready = _split(self._held + event.text)
