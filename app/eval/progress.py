@@ -27,8 +27,8 @@ def bar_line(snapshot: Snapshot, now: float) -> str:
     parts = [f"{snapshot.phase} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {snapshot.done}/{snapshot.total}"]
     if snapshot.failed:
         parts.append(f"{snapshot.failed} failed")
-    if snapshot.requeued:
-        parts.append(f"{snapshot.requeued} requeued (429)")
+    if snapshot.rate_limited:
+        parts.append(f"{snapshot.rate_limited} × 429")
     parts.append(f"{rate:.1f}/s")
     parts.append("ETA " + (f"{left:.0f}s" if left is not None else "?"))
     parts.append(

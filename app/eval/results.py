@@ -71,6 +71,18 @@ class SystemResult:
         }
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A task a system gave no answer to (its turn failed), and why."""
+
+    task: str
+    system: str
+    error: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"task": self.task, "system": self.system, "error": self.error}
+
+
 @dataclass
 class Summary:
     results: list[SystemResult]
@@ -80,6 +92,7 @@ class Summary:
     # (task, system, why) of each answer the judge was asked about and gave no verdict for
     unjudged: list[tuple[str, str, str]] = field(default_factory=list)
     judged: int = 0  # answers the judge was asked about
+    failures: list[Failure] = field(default_factory=list)  # the turns that gave no answer, in task order
 
     def unjudged_line(self) -> str | None:
         """What the judge left unscored, in one line, or None when it judged every answer it was given."""
@@ -114,6 +127,7 @@ class Summary:
             ],
             "judge_cost": self.judge_cost,
             "unjudged": [{"task": t, "system": n, "error": why} for t, n, why in self.unjudged],
+            "failed": [failure.as_json() for failure in self.failures],
         }
 
 
@@ -150,8 +164,14 @@ def summarise(
         for (task, system), v in sorted(verdicts.items())
         if v.get("score") is None
     ]
+    failures = [
+        Failure(task.id, system.name, str(record.get("error") or "no answer"))
+        for task in tasks
+        for system in systems
+        if (record := answers.get((task.id, system.name))) is not None and record.get("status") != "ok"
+    ]
     differences, lifts = _differences(results, systems), _lifts(results, systems)
-    return Summary(results, differences, lifts, judge_cost, unjudged, judged=len(verdicts))
+    return Summary(results, differences, lifts, judge_cost, unjudged, judged=len(verdicts), failures=failures)
 
 
 def _add(

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
-from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
+from ..engine import AnswerExtractor, Cancelled, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
 from ..engine.cost import estimate_turn
 from ..engine.env import Tracer
 from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
@@ -30,6 +30,8 @@ from ..llm.messages import Message, system, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
+from ..store.health import StoreDamaged
+from ..store.session_lock import WAIT, SessionLock, new_session_id
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
@@ -40,6 +42,8 @@ from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
 from .saving import TurnSaver, saved_messages
 from .tool_loop import CANCELLED, ToolLoop, TurnResult, TurnStatus
+
+LOCK_POLL = 0.2  # seconds between looks at a session's lock another process holds
 
 
 class ChatSession:
@@ -96,7 +100,14 @@ class ChatSession:
         if self.store is None:
             raise StoreError("no session store")
         summary = self.store.session(session_id)
-        self.store.mark_interrupted(summary.id)
+        lock = SessionLock(self.store.file.parent, summary.id)
+        if lock.try_acquire():  # else another process's turn runs on it now: that one is not interrupted
+            try:
+                self.store.mark_interrupted(summary.id)
+            except StoreDamaged:  # read-only now: what it holds can still be read, and continued unsaved
+                pass
+            finally:
+                lock.release()
         self.messages, self.head_id = saved_messages(self.store, summary.id)
         self.id = summary.id
         self.context.reload(summary.id, self.head_id)
@@ -198,16 +209,26 @@ class ChatSession:
         self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
     ) -> TurnResult:
         """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
-        references). Blocks; never raises."""
-        self.messages.append(user(text))
-        return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo)
+        references). Blocks; never raises. Another process's turn on the same stored session is waited for,
+        and what it added is then part of this turn's context."""
+
+        def turn(new_id: str | None) -> TurnResult:
+            self._follow_the_store(observer)
+            self.messages.append(user(text))
+            return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo, new_id=new_id)
+
+        return self._holding_the_session(observer, cancel, turn)
 
     def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
         another version of this exchange."""
-        last = self._last_prompt()
-        self.messages = [*self.messages[: self._last_user_index()], user(text)]
-        return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
+
+        def turn(_new_id: str | None) -> TurnResult:
+            last = self._last_prompt()
+            self.messages = [*self.messages[: self._last_user_index()], user(text)]
+            return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
+
+        return self._holding_the_session(observer, cancel, turn)
 
     def rerun(
         self, *, aggregator_only: bool, observer: Observer | None = None, cancel: CancelToken | None = None
@@ -223,9 +244,59 @@ class ChatSession:
             if not asked:
                 raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
             references = tuple(ReferenceFinished(c.record, c.text, c.reasoning) for c in asked[-1].references)
-        self.messages = self.messages[: self._last_user_index() + 1]
-        kind = "regenerate" if aggregator_only else "reask"
-        return self._turn(kind, observer, cancel, user_id=last.id, references=references)
+
+        def turn(_new_id: str | None) -> TurnResult:
+            self.messages = self.messages[: self._last_user_index() + 1]
+            kind = "regenerate" if aggregator_only else "reask"
+            return self._turn(kind, observer, cancel, user_id=last.id, references=references)
+
+        return self._holding_the_session(observer, cancel, turn)
+
+    def _holding_the_session(
+        self, observer: Observer | None, cancel: CancelToken | None, turn: Callable[[str | None], TurnResult]
+    ) -> TurnResult:
+        """`turn`, run holding the stored session's lock (store/session_lock.py), given the id a session not
+        yet stored is to be stored under (locked before anyone can see it). A turn that cannot have the lock
+        ends cancelled or failed, with nothing written."""
+        if self.store is None:
+            return turn(None)
+        new_id = new_session_id() if self.id is None else None
+        lock = SessionLock(self.store.file.parent, self.id or new_id or "")
+        started = clock.monotonic()
+        try:
+            self._wait_for(lock, observer, cancel or CancelToken())
+        except (Cancelled, StoreError, OSError) as exc:
+            status: TurnStatus = "cancelled" if isinstance(exc, Cancelled) else "failed"
+            error = CANCELLED if isinstance(exc, Cancelled) else f"not sent: {exc}"
+            return TurnResult(status, "", error, round(clock.monotonic() - started, 3), ())
+        try:
+            return turn(new_id)
+        finally:
+            lock.release()
+
+    def _wait_for(self, lock: SessionLock, observer: Observer | None, cancel: CancelToken) -> None:
+        """Take `lock`, waiting while another process's turn holds it (saying so), up to WAIT seconds."""
+        if lock.try_acquire():
+            return
+        holder = lock.holder()
+        who = f" (process {holder})" if holder else ""
+        emit(
+            observer,
+            Notice(
+                f"another moa-chat turn on this session is running{who}: waiting for it to end, up to "
+                f"{WAIT / 60:g} minutes, so that this turn sees its exchange",
+                "warning",
+            ),
+        )
+        deadline = clock.monotonic() + WAIT
+        while not lock.try_acquire():
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    f"another moa-chat turn{who} has held session {self.id} for {WAIT / 60:g} minutes; try again "
+                    "once it has ended"
+                )
+            cancel.sleep(min(LOCK_POLL, left))
 
     def versions(self) -> tuple[int, int]:
         """(which, how many) versions the last exchange has; (1, 1) when it has only one."""
@@ -273,6 +344,7 @@ class ChatSession:
         user_id: int | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
         solo: bool = False,
+        new_id: str | None = None,
     ) -> TurnResult:
         started = clock.monotonic()
         preset = self.preset
@@ -282,7 +354,9 @@ class ChatSession:
         shown = DisplayScrub(observer, display) if observer is not None and display is not None else None
         if shown is not None:
             observer = shown  # the front end sees redacted text; the saver below keeps it as it was
-        saver = self._begin_saving(kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id)
+        saver = self._begin_saving(
+            kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id, new_id=new_id
+        )
         env = self._env(preset, cancel, saver if saver is not None else observer, saver.tracer if saver else None)
         plan = TurnPlan(
             preset,
@@ -376,6 +450,19 @@ class ChatSession:
                 self.messages, self.head_id = stored, head
                 self.context.reload(self.id, head)
 
+    def _follow_the_store(self, observer: Observer | None) -> None:
+        """Before a turn: when another process continued this session (while this one waited for it), the
+        conversation as stored now, what it added included; `observer` is told."""
+        if self.store is None or self.id is None:
+            return
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            stored, head = saved_messages(self.store, self.id)
+            if head is not None and head != self.head_id:
+                self.messages, self.head_id = stored, head
+                self.context.reload(self.id, head)
+                message = "another moa-chat process continued this session meanwhile; this turn sees what it added"
+                emit(observer, Notice(message))
+
     def _start_servers(self, preset: Preset, env: TurnEnv, *, aggregator_only: bool) -> tuple[TurnStatus, str] | None:
         """Start the servers moa-chat runs itself for this turn's models (the local model) before the first
         call, so the front end can show it happening: "Starting the local model…", then "ready". A server
@@ -403,12 +490,13 @@ class ChatSession:
         prompt: str | None,
         parent_id: int | None,
         user_id: int | None,
+        new_id: str | None = None,
     ) -> TurnSaver | None:
         if self.store is None:
             return None
         try:
             if self.id is None:
-                self.id = self.store.create_session(preset.name, title=prompt or "")
+                self.id = self.store.create_session(preset.name, title=prompt or "", session_id=new_id)
             saver = TurnSaver.begin(
                 self.store,
                 self.id,

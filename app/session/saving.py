@@ -180,7 +180,10 @@ class TurnSaver:
         if not self._failed:
             self._failed = True
             logger.warning("could not save the turn: %s", exc)
-            emit(self.observer, Notice(f"This turn could not be saved to {self.store.file}: {exc}", "warning"))
+            # What the store holds of it, as it stands: the prompt, and the reply as far as it was saved.
+            reply = "the reply as far as it had streamed" if self._partial_id is not None else "none of the reply"
+            kept = f"Stored: the prompt, and {reply}; the turn shows as unfinished."
+            emit(self.observer, Notice(f"This turn could not be saved to {self.store.file}: {exc}. {kept}", "warning"))
 
 
 def saved_messages(store: SessionStore, session_id: str) -> tuple[list[Message], int | None]:

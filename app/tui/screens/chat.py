@@ -22,6 +22,7 @@ from ...config import Preset
 from ...engine.panel import panel
 from ...session import ChatSession, Exchange
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
+from ...store import StoreError
 from ...text.wording import plural
 from ..bindings import CHAT_BINDINGS, footer_bindings, footer_ids
 from ..bridge import CoreEvent, ReplyText, TurnFinished
@@ -41,6 +42,7 @@ from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
+from ..widgets.store_watch import StoreWatch
 from .confirm import ConfirmScreen
 from .session_browser import SessionsScreen
 
@@ -135,6 +137,7 @@ class ChatScreen(TabOrder):
         yield PromptInput(id="prompt")
         yield KeyFooter()
         yield PathCompletion(id="path-completion")
+        yield StoreWatch(self.session.store)
 
     def _opening_notices(self) -> list[NoticeLine]:
         """Why the app started as it did (the preset it chose), and a preset's missing keys."""
@@ -238,7 +241,11 @@ class ChatScreen(TabOrder):
         if self.turn_running:
             self.notify("A turn is running — wait for it, or press Esc, then open the session.", severity="warning")
             return
-        self.session.open(session_id)
+        try:
+            self.session.open(session_id)
+        except StoreError as exc:  # the store cannot read it (damaged): the open conversation stays
+            self.notify(str(exc), title="Cannot open the session", severity="error")
+            return
         await self._render_session()
         self.query_one(StatusHeader).show(self.preset, ledger=self.session.ledger)
         await self.sidebar.show_preset(self.preset)

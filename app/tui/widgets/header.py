@@ -18,6 +18,9 @@ to give way on a narrow screen.
 
 The tokens are those the providers reported. When calls were made and none reported any (llama.cpp's server
 sends no usage in a stream), the header says "tokens n/a": a "0 tokens" would claim the turn used none.
+
+Once the session database is found damaged (the store writes nothing more), "⚠ not saving" stands before the
+totals for the rest of the run: a conversation that looks saved and is not would be lost without a word.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class StatusHeader(Widget):
         self.cost: float | None = None  # dollars: the sum of what is known
         self.cost_complete = True  # every call that used tokens had a price
         self.fill: Fill | None = None  # the fullest window of the latest calls (None: none known)
+        self.not_saving = False  # the session database is damaged: nothing is stored any more
 
     def _needs(self) -> str | None:
         config = getattr(self.app, "config", None)
@@ -73,6 +77,8 @@ class StatusHeader(Widget):
         cost = self.cost_text()
         if cost is not None:
             parts += [(" · ", "$text-muted"), (cost, "bold")]
+        if self.not_saving:
+            parts = [("⚠ not saving", "bold $text-error"), ("  ", ""), *parts]
         return Content.assemble(*parts)
 
     def _lefts(self, needs: str | None) -> list[Content]:
@@ -109,6 +115,11 @@ class StatusHeader(Widget):
             left = lefts[-1].truncate(max(room, len(self.preset.name)), ellipsis=True)
         gap = max(GAP, width - left.cell_length - right.cell_length)
         return Content.assemble(left, " " * gap, right)
+
+    def show_not_saving(self) -> None:
+        """The session database is damaged: say, from now on, that nothing is being saved."""
+        self.not_saving = True
+        self.refresh()
 
     def show(self, preset: Preset | None = None, ledger: UsageLedger | None = None) -> None:
         """A new preset, the totals of `ledger` (the session's), or both."""
