@@ -98,9 +98,14 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
 _ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?P<text>.*?)\n</attached-file>', re.S)
 
 
+# Context an agent puts before the user's words (Claude Code's): not what the user asked.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
 def _own_words(prompt: str) -> str:
-    """The prompt without its attached files and a previous layer's answers: what the user typed."""
-    prompt = prompt.split(f"\n\n{LAYER_HEADER}", 1)[0]
+    """The prompt without its attached files, an agent's reminders and a previous layer's answers: what the
+    user typed."""
+    prompt = _REMINDER.sub("", prompt.split(f"\n\n{LAYER_HEADER}", 1)[0])
     match = _ATTACHED.search(prompt)
     return prompt[: match.start()] if match else prompt
 
