@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ..llm.messages import ContentPart, Message, ToolCallPart, ToolSpec
 from ..llm.stream import ToolCall
-from .wire import ApiError, CompletionRequest
+from .wire import ApiError, CompletionRequest, check_images
 
 # Anthropic's error types by HTTP status; what is not here is an `api_error`.
 ERROR_TYPES = {
@@ -56,6 +56,7 @@ def parse_messages(body: object, default_model: str, *, counting: bool = False) 
     if model is not None and not isinstance(model, str):
         raise bad("model", "a string (a preset's name; GET /v1/models lists them)")
     system, conversation = _conversation(body.get("messages"))
+    check_images(conversation, lambda m, n: "an image in messages")
     messages = [*_system(body.get("system"), system), *conversation]
     sampling: dict[str, Any] = {}
     max_tokens = body.get("max_tokens")

@@ -28,9 +28,10 @@ from ..llm import (
 from ..llm.errors import EmptyAnswer
 from ..llm.messages import Message, StreamOptions, ToolSpec
 from ..llm.request import Sampling, Timeout
+from . import vision
 from .cancel import Cancelled
 from .env import TurnEnv
-from .events import CallRecord, CallRetrying, CallStatus, Role
+from .events import CallRecord, CallRetrying, CallStatus, ImagesWithheld, Role
 from .meter import CallMeter
 from .panel import Seat
 from .reading import Reading, StreamReader
@@ -106,7 +107,8 @@ class ModelCall:
         self.price = env.config.price(seat.slot.label)
         if env.message_filter is not None:  # privacy_filter: full — what leaves the machine is redacted
             request = dataclasses.replace(request, messages=env.message_filter(request.messages))
-        self.request = request
+        # A model that cannot see gets notes in place of the images; the turn hears of it as the call begins.
+        self.request, self.withheld = vision.fitted(seat.slot, request)
         self.assembler = assembler if assembler is not None else StreamAssembler()
         self._cancel = env.cancel.child()
         self.meter = CallMeter(limits, env.clock, self._expire)
@@ -131,6 +133,8 @@ class ModelCall:
         been shown (once; `on_restart` is told first, with the text it replaces). Raises like
         `StreamReader.read`; an answer that is empty (no text, no tool call) is a failure too."""
         restarts_left = RESTARTS
+        if self.withheld:
+            self.env.emit(ImagesWithheld(self.role, self.index, self.label, self.withheld))
         try:
             while True:
                 try:
@@ -142,6 +146,12 @@ class ModelCall:
                 except LLMCallError as exc:
                     if reading.abandoned():
                         raise
+                    if vision.refused_images(exc, self.request):  # sent again at once, with notes for the images
+                        self.request, withheld = vision.learned(self.slot, self.request)
+                        self.env.emit(ImagesWithheld(self.role, self.index, self.label, withheld, learned=True))
+                        self.assembler.clear()
+                        self.meter.forget_answer()
+                        continue
                     decision = self.policy.decide(
                         self.role,
                         shown_text=bool(self.assembler.text),

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..images import facts, read_part
 from ..prompts import (
     AGREEMENT_HEADER,
     GUIDANCE_HEADER,
@@ -123,6 +124,31 @@ def _attachments_read(prompt: str) -> list[str]:
         if sections:
             lines.append(f"  and covers {plural(len(sections), 'section')}: {shown}")
     return lines
+
+
+def images_seen(messages: list[dict[str, Any]]) -> list[str]:
+    """What the demo makes of the images in the user's last prompt: each one's name, format, size and bytes,
+    read from the image itself (a model that cannot see reads a note instead, and says so)."""
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or message_text(content).startswith(GUIDANCE_HEADER):
+            continue
+        seen = []
+        for part in content if isinstance(content, list) else []:
+            image = read_part(part)
+            found = facts(image.data) if image is not None and image.data is not None else None
+            if image is not None:
+                what = found.describe() if found is not None else "not an image it can read"
+                seen.append(f"`{image.name}` ({what})")
+            elif isinstance(part, dict) and "not shown to this model]" in str(part.get("text", "")):
+                seen.append(f"{part['text']} — this model cannot see, so it only knows the note")
+        return seen
+    return []
+
+
+def _images_line(messages: list[dict[str, Any]]) -> str:
+    seen = images_seen(messages)
+    return f"**The image{'s' if len(seen) > 1 else ''}.** I see {', '.join(seen)}." if seen else ""
 
 
 def reference_take(model: str, prompt: str) -> str:
@@ -255,6 +281,8 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
             lines.append(f"{n + 1}. **{title}** — {sentences[0]} *({label.split(':', 1)[-1]})*")
     if refs:
         lines.append("")
+    if seen := images_seen(messages):
+        lines += ["What the panel was shown:", *(f"- {image}" for image in seen), ""]
     read = _attachments_read(full)
     if read:
         return "\n".join([*lines, "What the attached file says:" if len(read) < 3 else "The attached files:", *read])
@@ -358,6 +386,8 @@ def respond(body: dict[str, Any]) -> Reply:
     if persona is None:
         return Reply(status=404, error=f"the demo provider has no model {model!r}; it has: {', '.join(MODELS)}")
     text = reference_take(model, _last_user_prompt(messages))
+    if seen := _images_line(messages):
+        text = f"{seen} {text}"
     return Reply(text=text, delay=persona.delay * pace, piece_delay=persona.piece_delay * pace)
 
 
