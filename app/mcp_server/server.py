@@ -18,6 +18,7 @@ import base64
 import binascii
 import contextlib
 import hmac
+import inspect
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
@@ -96,9 +97,15 @@ def build(config: Config, default: str) -> MCPServer:
         return CallToolResult(content=[TextContent(text="\n".join(lines))], structured_content={"presets": rows})
 
     server.add_tool(
-        consult_panel, annotations=ToolAnnotations(title="Consult the panel", read_only_hint=True, open_world_hint=True)
+        consult_panel,
+        description=inspect.cleandoc(consult_panel.__doc__ or ""),
+        annotations=ToolAnnotations(title="Consult the panel", read_only_hint=True, open_world_hint=True),
     )
-    server.add_tool(list_presets, annotations=ToolAnnotations(title="List the panels", read_only_hint=True))
+    server.add_tool(
+        list_presets,
+        description=inspect.cleandoc(list_presets.__doc__ or ""),
+        annotations=ToolAnnotations(title="List the panels", read_only_hint=True),
+    )
     return server
 
 
