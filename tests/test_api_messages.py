@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
+import openai
 import pytest
-from api_helpers import WIRE_PRESETS, ApiProcess, configure, start_api
+from api_helpers import WIRE_PRESETS, ApiProcess, client, configure, start_api
 from conftest import write_config
 from image_helpers import b64, png
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
@@ -284,3 +285,20 @@ def test_a_full_panel_is_overloaded_529(home, llm_server):
         assert results == ["a b c d"]
     finally:
         api.stop()
+
+
+def test_the_openai_sdk_sends_an_image_part_through_the_chat_completions_wire(api, llm_server):
+    picture = png(800, 600)
+    url = f"data:image/png;base64,{b64(picture)}"
+    content = [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url}}]
+    reply = client(api).chat.completions.create(model="blind", messages=[{"role": "user", "content": content}])
+    assert reply.choices[0].finish_reason == "stop"
+    for model in ("sees", "agg"):
+        user = next(m for m in llm_server.requests_for(model)[0].body["messages"] if m["role"] == "user")
+        assert {"type": "image_url", "image_url": {"url": url}} in user["content"]
+    blind = llm_server.requests_for("blind-ref")[0].body["messages"][-1]["content"]
+    assert {"type": "text", "text": "[image image, 800×600, not shown to this model]"} in blind
+    with pytest.raises(openai.BadRequestError) as refused:
+        not_an_image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64(b"x" * 100)}}]
+        client(api).chat.completions.create(model="wire", messages=[{"role": "user", "content": not_an_image}])
+    assert refused.value.body["code"] == "invalid_image" and refused.value.body["param"] == "messages[0].content[0]"
