@@ -21,7 +21,8 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024  # per image: what Anthropic and most vision s
 MAX_IMAGES = 20  # per request (a prompt, or an API conversation): every reference gets a copy of each
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 SUFFIXES = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".gif": "gif", ".webp": "webp"}
-# The name an image part carries, for notes and chips: moa-chat puts it in the data URL's parameters.
+# Providers read a data: URL of the plain form data:<type>;base64,<data> (some parse it strictly), so an image
+# part carries no name; the prompt's text names its images (session/image_attachments.py), in order.
 _DATA_URL = re.compile(r"^data:(?P<media>image/[\w.+-]+)(?P<params>(?:;[\w-]+=[^;,]*)*);base64,(?P<data>.*)$", re.S)
 
 
@@ -112,10 +113,9 @@ def checked(data: bytes, name: str) -> ImageFacts:
 
 
 def image_part(data: bytes, name: str) -> dict[str, Any]:
-    """An OpenAI image part carrying the image as a data: URL, its name among the URL's parameters."""
+    """An OpenAI image part carrying the image as a data: URL (`name` says which one in an error)."""
     found = checked(data, name)
-    label = re.sub(r"[;,\s]", "_", name)
-    url = f"data:{found.media_type};name={label};base64,{base64.b64encode(data).decode()}"
+    url = f"data:{found.media_type};base64,{base64.b64encode(data).decode()}"
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -135,19 +135,22 @@ def read_part(part: object) -> ImageInPart | None:
     match = _DATA_URL.match(url)
     if match is None:
         return ImageInPart(url.rsplit("/", 1)[-1][:80] or "image", None, url)
-    params = dict(param.split("=", 1) for param in match.group("params").split(";") if "=" in param)
     try:
         data = base64.b64decode(match.group("data"), validate=False)
     except (binascii.Error, ValueError):
         data = b""
-    return ImageInPart(params.get("name", "image"), data, url)
+    return ImageInPart("image", data, url)
 
 
-def note(part: object) -> str:
-    """The note a model that cannot see gets in an image's place."""
+def note(part: object, name: str = "") -> str:
+    """The note a model that cannot see gets in an image's place ("[image photo.png, 1280×720, not shown to
+    this model]"); `name`: what the prompt calls it."""
     image = read_part(part)
-    if image is None:
-        return "[image, not shown to this model]"
-    found = facts(image.data) if image.data is not None else None
+    found = facts(image.data) if image is not None and image.data is not None else None
     size = f", {found.width}×{found.height}" if found is not None else ""
-    return f"[image {image.name}{size}, not shown to this model]"
+    return f"[image{' ' + name if name else ''}{size}, not shown to this model]"
+
+
+# How a prompt's text names its attached images, in order (session/image_attachments.py writes it).
+IMAGE_NAMES = re.compile(r'<attached-image path="([^"\n]*)"')
+IMAGE_MARKER = re.compile(r'<attached-image path="(?P<path>[^"\n]*)"[^>\n]*/>')

@@ -165,7 +165,7 @@ def test_an_image_reaches_the_slots_that_see_and_a_note_the_one_that_cannot(api,
         image_part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(picture)}"}}
         assert image_part in first_user["content"]
     blind = llm_server.requests_for("blind-ref")[0].body["messages"][-1]["content"]
-    assert {"type": "text", "text": "[image image, 1280×720, not shown to this model]"} in blind
+    assert {"type": "text", "text": "[image, 1280×720, not shown to this model]"} in blind
     assert not any(part.get("type") == "image_url" for part in blind)
 
 
@@ -181,7 +181,7 @@ def test_a_provider_that_refuses_an_image_is_asked_again_with_a_note_and_remembe
     first, again, later = (request.body["messages"][-1]["content"] for request in llm_server.requests_for("ref-b"))
     assert any(part.get("type") == "image_url" for part in first)
     for content in (again, later):  # sent again at once with the note, and the next turn starts with it
-        assert {"type": "text", "text": "[image image, 64×48, not shown to this model]"} in content
+        assert {"type": "text", "text": "[image, 64×48, not shown to this model]"} in content
 
 
 def test_thinking_shows_the_panels_progress_as_thinking_blocks(api, llm_server):
@@ -297,7 +297,7 @@ def test_the_openai_sdk_sends_an_image_part_through_the_chat_completions_wire(ap
         user = next(m for m in llm_server.requests_for(model)[0].body["messages"] if m["role"] == "user")
         assert {"type": "image_url", "image_url": {"url": url}} in user["content"]
     blind = llm_server.requests_for("blind-ref")[0].body["messages"][-1]["content"]
-    assert {"type": "text", "text": "[image image, 800×600, not shown to this model]"} in blind
+    assert {"type": "text", "text": "[image, 800×600, not shown to this model]"} in blind
     with pytest.raises(openai.BadRequestError) as refused:
         not_an_image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64(b"x" * 100)}}]
         client(api).chat.completions.create(model="wire", messages=[{"role": "user", "content": not_an_image}])

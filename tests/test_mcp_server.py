@@ -80,7 +80,7 @@ def test_image_blocks_in_the_context_reach_the_panel(home, llm_server):
     result = anyio.run(consult, home, {"question": "What is wrong here?", "context": context}, [])
     assert not result.is_error
     parts = next(m["content"] for m in llm_server.requests_for("ref-a")[0].body["messages"] if m["role"] == "user")
-    assert {"type": "image_url", "image_url": {"url": f"data:image/png;name=image-2;base64,{b64(picture)}"}} in parts
+    assert {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(picture)}"}} in parts
     bad = anyio.run(
         consult,
         home,

@@ -8,14 +8,17 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
 from ..engine import CancelToken
 from ..engine.panel import panel
+from ..llm.messages import Content
 from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
+from ..session.image_attachments import is_image_path, read_image, with_images
 from ..store import SessionStore, StoreError
 from ..text.inert import inert, inert_json
 from ..text.wording import plural
@@ -29,8 +32,10 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         print("moa-chat: error: the prompt is empty", file=sys.stderr)
         return EXIT_USAGE
     try:
-        files = [read_attachment(path) for path in getattr(args, "attach", None) or ()]
-        content = attach(prompt, files) if files else prompt
+        paths = getattr(args, "attach", None) or ()
+        files = [read_attachment(path) for path in paths if not is_image_path(path)]
+        images = [read_image(path, base=Path.cwd()) for path in paths if is_image_path(path)]  # sent as images
+        content = with_images(attach(prompt, files) if files else prompt, images)
     except AttachmentError as exc:
         print(f"moa-chat: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -64,6 +69,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
             print(inert(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})"), file=sys.stderr)
+        for image in images:
+            print(inert(f"moa-chat: attached {image.path} ({image.facts.describe()})"), file=sys.stderr)
     cancel = CancelToken()
 
     def reader_gone() -> None:
@@ -182,7 +189,7 @@ def _interrupt(number: int, _frame: object) -> None:
 
 
 def _send_interruptibly(
-    session: ChatSession, prompt: str, progress: Progress, cancel: CancelToken, *, solo: bool = False
+    session: ChatSession, prompt: Content, progress: Progress, cancel: CancelToken, *, solo: bool = False
 ) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     box: dict[str, TurnResult] = {}

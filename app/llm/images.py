@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from ..images import note, read_part
+from ..images import IMAGE_NAMES, note, read_part
 from .messages import ContentPart, Message, TextPart
 
 
@@ -29,8 +29,10 @@ def without_images(messages: Sequence[Message]) -> list[Message]:
         if not isinstance(content, list) or not any(read_part(part) for part in content):
             out.append(message)
             continue
+        text = " ".join(part["text"] for part in content if part["type"] == "text")
+        names = iter(IMAGE_NAMES.findall(text))
         parts: list[ContentPart] = [
-            cast(TextPart, {"type": "text", "text": note(part)}) if read_part(part) is not None else part
+            cast(TextPart, {"type": "text", "text": note(part, next(names, ""))}) if read_part(part) else part
             for part in content
         ]
         out.append(cast(Message, {**message, "content": parts}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from ..config import Config, Preset
 from ..engine import (
@@ -23,9 +23,11 @@ from ..engine import (
     TurnPlan,
 )
 from ..engine.privacy import model_filter
-from ..images import MAX_IMAGES, ImageError, image_part
-from ..llm.messages import ContentPart, Message
+from ..images import ImageError, checked
+from ..llm.messages import Message
 from ..session import ToolLoop, TurnResult
+from ..session.attachments import AttachmentError
+from ..session.image_attachments import ImageAttachment, with_images
 
 # Told as the references answer: (answered, of how many, a line saying who).
 Progress = Callable[[int, int, str], None]
@@ -42,19 +44,14 @@ class Image:
 
 
 def question_message(question: str, context: str, images: Sequence[Image]) -> Message:
-    """The user message: the question, its context below it, and its images as OpenAI image parts."""
+    """The user message: the question, its context below it, and its images as OpenAI image parts (named in
+    the text, as the chat names an attached image)."""
     text = f"{question}\n\n<context>\n{context}\n</context>" if context.strip() else question
-    if not images:
-        return {"role": "user", "content": text}
-    if len(images) > MAX_IMAGES:
-        raise ConsultError(f"{len(images)} images: at most {MAX_IMAGES} go to the panel at once")
-    parts: list[ContentPart] = [{"type": "text", "text": text}]
-    for image in images:
-        try:
-            parts.append(cast(ContentPart, image_part(image.data, image.name)))
-        except ImageError as exc:
-            raise ConsultError(str(exc)) from None
-    return {"role": "user", "content": parts}
+    try:
+        attached = [ImageAttachment(image.name, image.data, checked(image.data, image.name)) for image in images]
+        return {"role": "user", "content": with_images(text, attached)}
+    except (ImageError, AttachmentError) as exc:
+        raise ConsultError(str(exc)) from None
 
 
 def consult(

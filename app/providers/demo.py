@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..images import facts, read_part
+from ..images import IMAGE_NAMES, facts, read_part
 from ..prompts import (
     AGREEMENT_HEADER,
     GUIDANCE_HEADER,
@@ -100,7 +100,7 @@ _ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?
 
 
 # Context an agent puts before the user's words (Claude Code's): not what the user asked.
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*|\s*<attached-image [^>\n]*/>", re.S)
 
 
 def _own_words(prompt: str) -> str:
@@ -127,19 +127,20 @@ def _attachments_read(prompt: str) -> list[str]:
 
 
 def images_seen(messages: list[dict[str, Any]]) -> list[str]:
-    """What the demo makes of the images in the user's last prompt: each one's name, format, size and bytes,
-    read from the image itself (a model that cannot see reads a note instead, and says so)."""
+    """What the demo makes of the images in the user's last prompt: each one's name (as the prompt names it),
+    format, size and bytes, read from the image itself (a model that cannot see reads a note, and says so)."""
     for message in reversed(messages):
         content = message.get("content")
         if message.get("role") != "user" or message_text(content).startswith(GUIDANCE_HEADER):
             continue
+        names = iter(IMAGE_NAMES.findall(message_text(content)))
         seen = []
         for part in content if isinstance(content, list) else []:
             image = read_part(part)
             found = facts(image.data) if image is not None and image.data is not None else None
             if image is not None:
                 what = found.describe() if found is not None else "not an image it can read"
-                seen.append(f"`{image.name}` ({what})")
+                seen.append(f"`{next(names, 'an image')}` ({what})")
             elif isinstance(part, dict) and "not shown to this model]" in str(part.get("text", "")):
                 seen.append(f"{part['text']} — this model cannot see, so it only knows the note")
         return seen
@@ -387,7 +388,7 @@ def respond(body: dict[str, Any]) -> Reply:
         return Reply(status=404, error=f"the demo provider has no model {model!r}; it has: {', '.join(MODELS)}")
     text = reference_take(model, _last_user_prompt(messages))
     if seen := _images_line(messages):
-        text = f"{seen} {text}"
+        text = f"{text} {seen}"
     return Reply(text=text, delay=persona.delay * pace, piece_delay=persona.piece_delay * pace)
 
 

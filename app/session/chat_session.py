@@ -25,7 +25,7 @@ from ..engine.events import Notice, Observer, emit
 from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, call_llm_request, describe_error
-from ..llm.messages import Message, system, user
+from ..llm.messages import Content, Message, system, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
@@ -35,6 +35,7 @@ from ..tools.environment import tool_environment
 from .chat_tools import ChatTools
 from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
+from .image_attachments import prompt_text
 from .saving import TurnSaver, saved_messages
 from .tool_loop import CANCELLED, ToolLoop, TurnResult, TurnStatus
 
@@ -149,7 +150,7 @@ class ChatSession:
         scrub = privacy_scrub(self.config, for_models=False)
         return TraceWriter(self.id, folder=self.store.file.parent, scrub=scrub)
 
-    def over_budget(self, text: str, *, solo: bool = False) -> str | None:
+    def over_budget(self, text: Content, *, solo: bool = False) -> str | None:
         """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
         limit = self.preset.max_cost_per_turn
         if limit is None:
@@ -189,14 +190,14 @@ class ChatSession:
     # ------------------------------------------------------------------ turns
 
     def send(
-        self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
+        self, text: Content, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
     ) -> TurnResult:
-        """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
-        references). Blocks; never raises."""
+        """Run one turn for the user's `text` (or text and images, as content parts) on the current preset
+        (`solo`: its aggregator alone, no references). Blocks; never raises."""
         self.messages.append(user(text))
         return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo)
 
-    def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
+    def edit(self, text: Content, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
         another version of this exchange."""
         last = self._last_prompt()
@@ -261,7 +262,7 @@ class ChatSession:
         observer: Observer | None,
         cancel: CancelToken | None,
         *,
-        prompt: str | None = None,
+        prompt: Content | None = None,
         parent_id: int | None = None,
         user_id: int | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
@@ -374,7 +375,7 @@ class ChatSession:
         preset: Preset,
         observer: Observer | None,
         *,
-        prompt: str | None,
+        prompt: Content | None,
         parent_id: int | None,
         user_id: int | None,
     ) -> TurnSaver | None:
@@ -382,7 +383,7 @@ class ChatSession:
             return None
         try:
             if self.id is None:
-                self.id = self.store.create_session(preset.name, title=prompt or "")
+                self.id = self.store.create_session(preset.name, title=prompt_text(prompt or ""))
             saver = TurnSaver.begin(
                 self.store,
                 self.id,

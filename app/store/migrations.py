@@ -147,6 +147,21 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (provider, model)
     );
     """,
+    # 9: taken by the compaction summaries (merged from another branch).
+    """
+    SELECT 1;
+    """,
+    # 10: images sent with a prompt, kept once each by the SHA-256 of their bytes, and a message's content
+    # parts (text, and images by their hash) where it has images; `content` keeps its text for search.
+    """
+    CREATE TABLE images (
+        sha256 TEXT PRIMARY KEY,
+        media_type TEXT NOT NULL,
+        bytes BLOB NOT NULL,
+        created REAL NOT NULL
+    );
+    ALTER TABLE messages ADD COLUMN parts TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,6 +26,7 @@ from ..engine.events import CallRecord
 from ..llm.usage import Usage
 from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, damaged, default_path
+from .images import kept_parts, parts_text, sent_parts
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 from .model_facts import ModelFacts
 
@@ -78,10 +79,11 @@ class StoredMessage:
     tool_calls: list[ToolCallJson] | None = None
     tool_call_id: str | None = None
     partial: bool = False  # text saved while it streamed; the turn never finished it
+    parts: list[dict[str, object]] | None = None  # content parts, for a message with images (store/images.py)
 
     def as_chat(self) -> dict[str, object]:
         """The message as a model receives it."""
-        message: dict[str, object] = {"role": self.role, "content": self.content}
+        message: dict[str, object] = {"role": self.role, "content": self.parts or self.content}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         if self.tool_call_id:
@@ -257,19 +259,22 @@ class SessionStore:
         partial: bool = False,
     ) -> int:
         now = time.time()
+        content = message.get("content")
+        parts = kept_parts(db, content, now) if isinstance(content, list) else None
         cursor = db.execute(
             "INSERT INTO messages (session_id, parent_id, turn_id, role, content, tool_calls, tool_call_id, partial,"
-            " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,
                 parent_id,
                 turn_id,
                 str(message.get("role", "")),
-                _text(message.get("content")),
+                _text(parts_text(content) if parts is not None else content),
                 json.dumps(message["tool_calls"]) if message.get("tool_calls") else None,
                 message.get("tool_call_id"),
                 int(partial),
                 now,
+                json.dumps(parts) if parts is not None else None,
             ),
         )
         message_id = int(cursor.lastrowid or 0)
@@ -305,7 +310,18 @@ class SessionStore:
             """,
             (head_id,),
         )
-        return [_message(row) for row in rows]
+        return [self._with_images(_message(row)) for row in rows]
+
+    def _with_images(self, message: StoredMessage) -> StoredMessage:
+        """A message whose content had images: its parts again, each image as it was sent."""
+        if message.parts is None:
+            return message
+        return dataclasses.replace(message, parts=sent_parts(message.parts, self.image))
+
+    def image(self, sha256: str) -> tuple[str, bytes] | None:
+        """A kept image's media type and bytes, by the SHA-256 of its bytes."""
+        rows = self._query("SELECT media_type, bytes FROM images WHERE sha256 = ?", (sha256,))
+        return (rows[0]["media_type"], bytes(rows[0]["bytes"])) if rows else None
 
     def children(self, message_id: int | None, session_id: str) -> list[StoredMessage]:
         if message_id is None:
@@ -314,7 +330,7 @@ class SessionStore:
             )
         else:
             rows = self._query("SELECT * FROM messages WHERE parent_id = ? ORDER BY id", (message_id,))
-        return [_message(row) for row in rows]
+        return [self._with_images(_message(row)) for row in rows]
 
     def alternatives(self, session_id: str, user_message_id: int) -> list[int]:
         """Every version of the exchange `user_message_id` belongs to: for each prompt written at that point
@@ -485,6 +501,7 @@ def _message(row: sqlite3.Row) -> StoredMessage:
         tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
         tool_call_id=row["tool_call_id"],
         partial=bool(row["partial"]),
+        parts=json.loads(row["parts"]) if row["parts"] else None,
     )
 
 

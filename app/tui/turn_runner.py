@@ -21,7 +21,9 @@ from textual.widget import Widget
 
 from ..engine import CancelToken, ReplyRestarted
 from ..engine.panel import panel
+from ..llm.messages import Content
 from ..session import ChatSession, Notice, Observer, ServerStart, ToolCallEvent, TurnEvent, TurnResult
+from ..session.image_attachments import prompt_text
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnDone
 from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
 from .widgets.reply import AssistantReply
@@ -34,9 +36,9 @@ DISPATCH_WAIT = 0.1
 
 @dataclass(frozen=True)
 class Send:
-    """A new prompt (`solo`: to the aggregator alone, no references)."""
+    """A new prompt (`solo`: to the aggregator alone, no references); its images, if any, as content parts."""
 
-    text: str
+    text: Content
     solo: bool = False
 
 
@@ -44,7 +46,7 @@ class Send:
 class Edit:
     """The last prompt, edited: sent as a new version of the last exchange."""
 
-    text: str
+    text: Content
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class TurnRunner:
         if editing and (last := log.last_prompt()) is not None:
             await log.drop_after(last, inclusive=True)
         await log.query(Welcome).remove()
-        await log.mount(UserMessage(request.text))
+        await log.mount(UserMessage(prompt_text(request.text)))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         if error:
             await log.mount(NoticeLine(error, "error"))
