@@ -111,7 +111,7 @@ def test_an_image_that_cannot_be_sent_says_why_and_exits_2(home, name, data, why
     assert done.returncode == 2 and why in done.stderr, done.stderr
 
 
-def test_a_slot_that_cannot_see_gets_a_note_and_the_others_the_image(home, llm_server, tmp_path, monkeypatch):
+def test_a_slot_that_cannot_see_gets_a_note_and_the_others_the_image(home, llm_server, tmp_path, monkeypatch, capsys):
     from moa_chat.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -122,6 +122,7 @@ def test_a_slot_that_cannot_see_gets_a_note_and_the_others_the_image(home, llm_s
     assert any(part["type"] == "image_url" for part in seen)
     told = next(m["content"] for m in llm_server.requests_for("agg")[0].body["messages"] if m["role"] == "user")
     assert {"type": "text", "text": "[image chart.png, 300×200, not shown to this model]"} in told
+    assert "◌ wire:agg cannot see (vision: false): 1 image sent as a note" in capsys.readouterr().err
 
 
 async def test_at_image_in_the_chat_sends_it_and_shows_a_chip(home, llm_server, tmp_path, monkeypatch):
