@@ -113,6 +113,8 @@ def main() -> None:
         "cc_agg_requests": len(agg),
         "offered": offered(agg[-1]) if agg else [],
         "panel_requests": len(llm.requests_for("agg")),
+        "cc_ref_requests": len(llm.requests_for("cc-ref")),
+        "last_user": [m for m in agg[-1]["messages"] if m.get("role") == "user"][-1:] if agg else [],
         "tool_results": tool_results(agg[-1]) if agg else [],
     }))  # fmt: skip
     llm.stop()

@@ -132,14 +132,25 @@ def test_a_tool_round_trip_reuses_the_panel(api, llm_server):
     conversation = [
         *QUESTION,
         {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny, 24 °C"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": use.id, "content": "sunny, 24 °C"},
+                {"type": "text", "text": "<system-reminder>Be brief.</system-reminder>"},
+            ],
+        },
     ]
     with client.messages.stream(model="wire", max_tokens=200, messages=conversation, tools=WEATHER) as stream:
         ending = [event for event in stream if event.type == "message_delta"]
         second = stream.get_final_message()
     assert second.content[0].text == "It is sunny in Paris." and second.stop_reason == "end_turn"
     again = llm_server.requests_for("agg")[1].body["messages"]
-    assert {"role": "tool", "tool_call_id": "call_w1", "content": "sunny, 24 °C"} in again
+    result = {
+        "role": "tool",
+        "tool_call_id": "call_w1",
+        "content": "sunny, 24 °C\n\n<system-reminder>Be brief.</system-reminder>",
+    }
+    assert result in again and again[-2:][0]["role"] != "user"  # the reminder rides with the result
     assert len(llm_server.requests_for("ref-a")) == 1  # one panel for the user turn
     assert ending[0].model_extra["moa_chat"]["guidance_reused"] is True
 

@@ -192,6 +192,12 @@ def _user(blocks: list[dict[str, Any]], where: str) -> list[Message]:
         return results
     if all(part["type"] == "text" for part in parts):
         text = "\n\n".join(part["text"] for part in parts if part["type"] == "text")
+        last = results[-1] if results else None
+        if last is not None and last["role"] == "tool":
+            # Text beside tool results (an agent's reminders) goes with the last result: the conversation goes
+            # on past the user's prompt, so the tool round reuses the panel's answers instead of a new panel.
+            results[-1] = {**last, "content": f"{last['content']}\n\n{text}"}
+            return results
         return [*results, {"role": "user", "content": text}]
     return [*results, {"role": "user", "content": parts}]
 
