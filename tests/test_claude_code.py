@@ -30,6 +30,7 @@ def test_claude_code_runs_on_the_panel_and_its_read_tool_goes_back_to_it(tmp_pat
     assert result["secret"] in result["stdout"]
     assert "Read" in result["offered"] and len(result["offered"]) > 10  # Claude Code's own tools, offered
     assert result["cc_agg_requests"] == 2  # the call to Read, then the answer from what it read
+    assert result["cc_ref_requests"] == 1  # one panel for the user turn: the tool round reused its answers
     assert any(result["secret"] in text for text in result["tool_results"])
 
 
