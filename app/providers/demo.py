@@ -100,7 +100,7 @@ _ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?
 
 
 # Context an agent puts before the user's words (Claude Code's): not what the user asked.
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*|\s*<attached-image [^>\n]*/>", re.S)
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*|\s*<attached-image [^>\n]*/>|\n?\[image\]", re.S)
 
 
 def _own_words(prompt: str) -> str:
