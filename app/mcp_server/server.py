@@ -30,6 +30,7 @@ from .. import __version__
 from ..config import Config, Preset
 from ..engine import CancelToken, threads
 from ..providers import cycle_order, readiness
+from ..providers.ollama import installed_models
 from ..session import TurnResult
 from .consult import ConsultError, Image, consult, question_message, report
 
@@ -75,6 +76,7 @@ def build(config: Config, default: str) -> MCPServer:
     async def list_presets() -> CallToolResult:
         """The panels (presets) moa-chat can ask here: each one's models and description; those that cannot run
         here say why (a missing API key, a server not running)."""
+        await asyncio.to_thread(installed_models, config, fresh=True)  # whether Ollama runs now, asked off the loop
         rows = []
         for one in cycle_order(config):
             state = readiness(config, one)
