@@ -133,7 +133,7 @@ async def test_at_image_in_the_chat_sends_it_and_shows_a_chip(home, llm_server, 
     async with app.run_test(size=(100, 30)) as pilot:
         await run_turn(pilot, "what is in @photo.png?")
         message = app.query_one(UserMessage)
-        assert "🖼 photo.png · PNG 1280×720 · 4 KB" in message.render().plain
+        assert "▣ photo.png · PNG 1280×720 · 4 KB" in message.render().plain
         assert "attached-image" not in message.render().plain
         card = app.screen.sidebar.aggregator_card
         assert card.withheld == 1 and "1 image not shown (cannot see)" in card.render().plain

@@ -236,7 +236,7 @@ class UserMessage(Static):
         typed, chips = split_attachments(typed)
         shown = shown_prompt(typed)
         # Attached files and images as chips: they went to the models, the log shows what they were.
-        labels = [f" 📎 {inert(describe(c))} " for c in chips] + [f" 🖼 {inert(i.describe())} " for i in images]
+        labels = [f" 📎 {inert(describe(c))} " for c in chips] + [f" ▣ {inert(i.describe())} " for i in images]
         if labels:
             shown = Content.assemble(shown, "\n", Content("  ").join(Content.styled(x, "reverse") for x in labels))
         super().__init__(shown, classes="user-message")
