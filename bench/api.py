@@ -8,6 +8,8 @@ whole run. Three figures, each beside its baseline in the same run:
 - first byte: the aggregator's first byte leaving the fake server to the reply's first byte reaching the
   client, through the API (a raw socket reading the SSE stream) and through `moa-chat ask --stream` (its
   stdout pipe), rows alternating; the extra through the API is the difference of the medians (goal ≤ 15 ms);
+  and the same through Anthropic's Messages wire (`/v1/messages`) beside the chat-completions wire (goal ≤ 5 ms
+  more); `--wires` measures only these two;
 - load: 50 streaming requests at once through the openai SDK's async client, in waves; every reply must be
   whole (the text as sent, finish_reason stop, no error); the API process's RSS before the first wave, after
   it and after the last; the wall time of a wave beside one request alone;
@@ -25,7 +27,7 @@ the package (`--tree NAME=PATH`, a folder holding `moa_chat/`), on the same fake
   after the clients hang up;
 - repeated load: `--runs` (5) runs of `--run-size` (300) streaming requests at once; the RSS after each run.
 
-    python bench/api.py [--rounds 7] [--waves 10] [--concurrency 50] [--idle] [--quick]
+    python bench/api.py [--rounds 7] [--waves 10] [--concurrency 50] [--idle] [--quick] [--wires]
     python bench/api.py --memory [--greedy 4] [--runs 5] [--run-size 300] [--tree before=PATH]
 """
 
@@ -190,16 +192,23 @@ class Api:
         )
         return sock
 
-    def open_stream(self, tag: str) -> tuple[socket.socket, float]:
-        """A streamed request on a raw socket; returns it once the reply's first text arrived, and when."""
-        body = json.dumps({"model": "bench", "stream": True, "messages": [{"role": "user", "content": question(tag)}]})
+    def open_stream(self, tag: str, wire: str = "openai") -> tuple[socket.socket, float]:
+        """A streamed request on a raw socket, on the chat-completions wire or (`messages`) Anthropic's; returns
+        it once the reply's first text arrived, and when."""
+        messages = [{"role": "user", "content": question(tag)}]
+        path, text = "/v1/chat/completions", b'"content":"'
+        request: dict[str, Any] = {"model": "bench", "stream": True, "messages": messages}
+        if wire == "messages":
+            path, text = "/v1/messages", b'"text_delta","text":"'
+            request["max_tokens"] = 1024
+        body = json.dumps(request)
         sock = socket.create_connection((self.host, self.port))
         sock.sendall(
-            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
         )
         seen = b""
-        while b'"content":"' not in seen.replace(b'"content":""', b""):
+        while text not in seen.replace(b'"content":""', b""):
             data = sock.recv(65536)
             if not data:
                 raise RuntimeError(f"the API closed the stream early: {seen[-300:]!r}")
@@ -233,15 +242,20 @@ def ask(env: dict[str, str], tag: str, *, cancel: bool = False) -> tuple[float, 
 # --------------------------------------------------------------------------- the figures
 
 
-def first_byte(api: Api, fake: FakeServer, env: dict[str, str], rounds: int) -> dict[str, list[float]]:
-    rows: dict[str, list[float]] = {"ask": [], "api": []}
+def first_byte(
+    api: Api, fake: FakeServer, env: dict[str, str], rounds: int, *, ask_too: bool = True
+) -> dict[str, list[float]]:
+    """The reply's first byte after the aggregator's: through `ask`, the chat-completions wire (`api`) and the
+    Messages wire (`messages`), rows alternating."""
+    fronts = ("ask", "api", "messages") if ask_too else ("api", "messages")
+    rows: dict[str, list[float]] = {front: [] for front in fronts}
     for n in range(rounds):
-        for front in ("ask", "api"):
+        for front in fronts:
             tag = f"first-{front}-{n}"
             if front == "ask":
                 arrived, _ = ask(env, tag)
             else:
-                sock, arrived = api.open_stream(tag)
+                sock, arrived = api.open_stream(tag, "messages" if front == "messages" else "openai")
                 sock.close()
             rows[front].append((arrived - fake.entry(tag)["first"]) * 1000)
     return rows
@@ -381,6 +395,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs of repeated load (--memory)")
     parser.add_argument("--run-size", type=int, default=300, help="requests at once in a run (--memory)")
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to run")
+    parser.add_argument("--wires", action="store_true", help="only the first byte, through the two wires")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -400,16 +415,22 @@ def main() -> None:
         return
     api = Api(env, args.concurrency)
     try:
-        first = first_byte(api, fake, env, args.rounds)
-        cancelled = cancellation(api, fake, env, args.rounds)
-        loaded = load(api, args.concurrency, args.waves, args.idle)
+        first = first_byte(api, fake, env, args.rounds, ask_too=not args.wires)
+        if not args.wires:
+            cancelled = cancellation(api, fake, env, args.rounds)
+            loaded = load(api, args.concurrency, args.waves, args.idle)
     finally:
         api.stop()
         fake.stop()
     print(f"first byte after the aggregator's, median of {args.rounds} (ms):")
     for front, values in first.items():
-        print(f"  {front:4} {median(values):7.1f}   rows: {', '.join(f'{v:.1f}' for v in values)}")
-    print(f"  extra through the API: {median(first['api']) - median(first['ask']):.1f} ms (goal ≤ 15)")
+        print(f"  {front:8} {median(values):7.1f}   rows: {', '.join(f'{v:.1f}' for v in values)}")
+    if not args.wires:
+        print(f"  extra through the API: {median(first['api']) - median(first['ask']):.1f} ms (goal ≤ 15)")
+    extra = median(first["messages"]) - median(first["api"])
+    print(f"  extra through the Messages wire over the chat-completions wire: {extra:.1f} ms (goal ≤ 5)")
+    if args.wires:
+        return
     print(f"cancellation to the upstream stream closed, median of {args.rounds} (ms):")
     for front, values in cancelled.items():
         print(f"  {front:4} {median(values):7.1f}   rows: {', '.join(f'{v:.1f}' for v in values)}")

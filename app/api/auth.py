@@ -1,5 +1,5 @@
-"""Who may use the endpoint: a bearer token always, browser pages from one named origin at most, and only
-through the addresses it serves.
+"""Who may use the endpoint: the token always (as a bearer token, or `x-api-key`), browser pages from one
+named origin at most, and only through the addresses it serves.
 
 The endpoint spends the user's provider keys, so every request carries the token. It is
 `MOA_CHAT_API_KEY` when set, else one generated on the first start and kept in the data folder, readable by
@@ -63,8 +63,11 @@ def _restrict(path: Path) -> None:
         path.chmod(0o600)
 
 
-def authorized(header: str | None, token: str) -> bool:
-    """Whether an Authorization header carries the token, compared without leaking timing."""
+def authorized(header: str | None, token: str, *, api_key: str | None = None) -> bool:
+    """Whether an Authorization header (Bearer) or an x-api-key header (`api_key`, as Anthropic's clients send
+    it) carries the token, compared without leaking timing."""
+    if api_key is not None and hmac.compare_digest(api_key.strip().encode(), token.encode()):
+        return True
     if not header:
         return False
     scheme, _, given = header.partition(" ")

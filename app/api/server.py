@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from aiohttp import web
 
-from ..config import Config
+from ..config import Config, Preset
 from ..config.pricing import cost_label
 from ..engine import CancelToken, threads
 from ..engine.clock import monotonic
@@ -35,9 +35,11 @@ from .auth import ServedHosts, authorized, origin_refusal
 from .catalog import Catalog
 from .guidance_cache import GuidanceCache
 from .listener import Linger, LingeringResponse
+from .messages_endpoint import MessagesEndpoint, speaks_messages
+from .messages_wire import error_body
 from .outbox import ROOM, Outbox
 from .saving import ConversationSaver, saving
-from .turn import Failure, Outcome, provider_secrets, run_turn
+from .turn import Failure, Outcome, finish_reason, provider_secrets, run_turn
 from .wire import ApiError, ChunkWriter, CompletionRequest, completion, parse_request, tool_call_parts
 
 MAX_BODY = 4 * 1024 * 1024  # bytes; a long coding conversation fits, a runaway client does not
@@ -63,7 +65,7 @@ class Settings:
 
 
 @dataclass
-class _Note:
+class RequestNote:
     """What the request log says of one request, filled in as it goes."""
 
     preset: str = "-"
@@ -73,7 +75,7 @@ class _Note:
 
 
 @dataclass(eq=False)
-class _Live:
+class LiveTurn:
     """A turn in flight: the outbox its thread reports to, and the token that cancels it."""
 
     outbox: Outbox
@@ -96,7 +98,7 @@ class ApiServer:
         self.cache = GuidanceCache()
         self.context = ContextKeeper(None)  # the models' windows; what is learned of them, for this process
         self.secrets = provider_secrets(config)
-        self.turns: set[_Live] = set()
+        self.turns: set[LiveTurn] = set()
         self.stopping = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -106,6 +108,7 @@ class ApiServer:
         for prefix in ("/v1", ""):  # some clients take the base URL without /v1
             app.router.add_get(f"{prefix}/models", self.models)
             app.router.add_post(f"{prefix}/chat/completions", self.completions)
+        MessagesEndpoint(self).routes(app)  # Anthropic's Messages API, on the same turns
         return app
 
     # ------------------------------------------------------------------ every request
@@ -113,7 +116,7 @@ class ApiServer:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         started = monotonic()
-        note = _Note()
+        note = RequestNote()
         request[NOTE] = note
         status: int | str = "-"
         try:
@@ -136,13 +139,20 @@ class ApiServer:
         if request.method == "OPTIONS":  # a preflight from the allowed origin
             response = web.Response(status=204)
             response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+            response.headers["Access-Control-Allow-Headers"] = (
+                "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta"
+            )
             response.headers["Access-Control-Max-Age"] = "600"
-            self._cors(request, response)
+            self.cors(request, response)
             return response
-        if not authorized(request.headers.get("Authorization"), self.settings.token):
-            missing = "Authorization" not in request.headers
-            message = "no API key: send the header Authorization: Bearer <token>" if missing else "invalid API key"
+        headers = request.headers
+        if not authorized(headers.get("Authorization"), self.settings.token, api_key=headers.get("x-api-key")):
+            missing = "Authorization" not in headers and "x-api-key" not in headers
+            message = (
+                "no API key: send the header Authorization: Bearer <token> (or x-api-key: <token>)"
+                if missing
+                else "invalid API key"
+            )
             return self.error(request, ApiError(401, message, code="invalid_api_key"))
         try:
             return await handler(request)
@@ -152,13 +162,21 @@ class ApiServer:
 
     def error(self, request: web.Request, error: ApiError) -> web.Response:
         note = request.get(NOTE)
-        if isinstance(note, _Note):
+        if isinstance(note, RequestNote):
             note.ended = note.ended or (error.code or error.kind)
-        response = web.json_response(error.body(), status=error.status, headers=error.headers)
-        self._cors(request, response)
+        body = error_body(error) if speaks_messages(request.path) else error.body()  # each wire's own shape
+        response = web.json_response(body, status=error.status, headers=error.headers)
+        self.cors(request, response)
         return response
 
-    def _cors(self, request: web.Request, response: web.StreamResponse) -> None:
+    @staticmethod
+    def note_of(request: web.Request) -> RequestNote:
+        """What the request log will say of this request (the guard made it)."""
+        note = request[NOTE]
+        assert isinstance(note, RequestNote)
+        return note
+
+    def cors(self, request: web.Request, response: web.StreamResponse) -> None:
         origin = request.headers.get("Origin")
         if origin is not None and self.settings.cors is not None:  # the guard let it through: it is the one
             response.headers["Access-Control-Allow-Origin"] = origin
@@ -166,7 +184,7 @@ class ApiServer:
 
     def refuse(self, request: web.BaseRequest, error: ApiError, linger: Linger) -> web.StreamResponse:
         """The answer to a request that could not be read as HTTP (the listener's), logged as one line."""
-        self._log("- -", _Note(ended=error.code or error.kind), error.status, 0.0)
+        self._log("- -", RequestNote(ended=error.code or error.kind), error.status, 0.0)
         return LingeringResponse(
             linger,
             request.transport,
@@ -175,7 +193,7 @@ class ApiServer:
             content_type="application/json",
         )
 
-    def _log(self, what: str, note: _Note, status: int | str, seconds: float) -> None:
+    def _log(self, what: str, note: RequestNote, status: int | str, seconds: float) -> None:
         tokens = f"{note.tokens:,} tokens" if note.tokens is not None else "- tokens"
         parts = [time.strftime("%H:%M:%S"), what, note.preset, str(status), f"{seconds:.2f}s"]
         parts += [tokens, note.cost or "-"]
@@ -190,33 +208,47 @@ class ApiServer:
 
     async def models(self, request: web.Request) -> web.StreamResponse:
         response = web.json_response(self.catalog.models(int(time.time())))
-        self._cors(request, response)
+        self.cors(request, response)
         return response
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
-        note = request[NOTE]
-        assert isinstance(note, _Note)
+        note = self.note_of(request)
         try:
-            parsed = parse_request(await self._body(request), self.catalog.default)
-            note.preset = parsed.model
-            preset = self.catalog.preset(parsed.model)
-            if self.stopping:
-                raise ApiError(503, "the server is stopping", kind="server_error", code="server_shutdown")
-            if len(self.turns) >= self.settings.max_turns:
-                raise ApiError(
-                    429,
-                    f"{len(self.turns)} turns are in flight, the most this server runs at once; try again shortly",
-                    kind="rate_limit_error",
-                    code="rate_limit_exceeded",
-                    headers={"Retry-After": str(RETRY_AFTER)},
-                )
+            parsed = parse_request(await self.read_body(request), self.catalog.default)
+            preset = self.admit(note, parsed)
         except ApiError as exc:
             return self.error(request, exc)
-        cancel = CancelToken()
-        # A streamed reply waits for its client to read it; a whole one is held until it ends anyway.
-        live = _Live(Outbox(asyncio.get_running_loop(), cancel, room=ROOM if parsed.stream else None), cancel)
-        self._begin(live)
         progress = parsed.progress if parsed.progress is not None else self.settings.progress
+        live = self.launch(parsed, preset, progress)
+        try:
+            if parsed.stream:
+                return await self._stream(request, parsed, live, note, progress)
+            return await self.whole(request, parsed, live, note)
+        finally:
+            self.release(live)
+
+    def admit(self, note: RequestNote, parsed: CompletionRequest) -> Preset:
+        """The preset a request's turn runs on, once the server can take the turn; ApiError otherwise."""
+        note.preset = parsed.model
+        preset = self.catalog.preset(parsed.model)
+        if self.stopping:
+            raise ApiError(503, "the server is stopping", kind="server_error", code="server_shutdown")
+        if len(self.turns) >= self.settings.max_turns:
+            raise ApiError(
+                429,
+                f"{len(self.turns)} turns are in flight, the most this server runs at once; try again shortly",
+                kind="rate_limit_error",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(RETRY_AFTER)},
+            )
+        return preset
+
+    def launch(self, parsed: CompletionRequest, preset: Preset, progress: bool) -> LiveTurn:
+        """The request's turn, started on a kept thread; what it reports arrives in the returned turn's outbox.
+        A streamed reply waits for its client to read it; a whole one is held until it ends anyway."""
+        cancel = CancelToken()
+        live = LiveTurn(Outbox(asyncio.get_running_loop(), cancel, room=ROOM if parsed.stream else None), cancel)
+        self._begin(live)
         saver = self.settings.saver
         run_turn(
             self.config, preset, parsed, sink=live.outbox.put, cancel=live.cancel, cache=self.cache, progress=progress,
@@ -224,18 +256,16 @@ class ApiServer:
             read_tools=self.settings.read_tools, traces=saver is not None and self.config.traces_for(preset),
             budget=self.context.budget(self.config, preset),
         )  # fmt: skip
-        try:
-            if parsed.stream:
-                return await self._stream(request, parsed, live, note, progress)
-            return await self._whole(request, parsed, live, note)
-        finally:
-            # Ended, or the client left (the handler is cancelled): close what still streams upstream, off
-            # the loop, since closing a stream can block.
-            if not live.ended:
-                threads.KEPT.start(live.cancel.cancel, "moa-api-cancel")
-            self._end(live)
+        return live
 
-    async def _body(self, request: web.Request) -> object:
+    def release(self, live: LiveTurn) -> None:
+        """The turn's request is over (answered, or the client left): what still streams upstream is closed,
+        off the loop, since closing a stream can block."""
+        if not live.ended:
+            threads.KEPT.start(live.cancel.cancel, "moa-api-cancel")
+        self._end(live)
+
+    async def read_body(self, request: web.Request) -> object:
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
@@ -252,33 +282,39 @@ class ApiServer:
         except ValueError as exc:  # an integer too long for Python to read
             raise ApiError(400, f"the request body cannot be read: {exc}", code="invalid_json") from None
 
-    async def _whole(
-        self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note
+    async def whole(
+        self,
+        request: web.Request,
+        parsed: CompletionRequest,
+        live: LiveTurn,
+        note: RequestNote,
+        shape: Callable[..., dict[str, object]] = completion,
     ) -> web.StreamResponse:
+        """The whole answer once the turn ends, in `shape` (a chat.completion, or another wire's)."""
         while True:
             kind, value = await live.outbox.queue.get()
             live.ended = kind in ("done", "failed")
             if kind == "done":
                 assert isinstance(value, Outcome)
-                self._account(note, value)
-                body = completion(
+                self.account(note, value)
+                body = shape(
                     parsed.model,
                     value.text,
                     value.tool_calls,
-                    _finish(value),
+                    finish_reason(value),
                     value.usage(),
                     value.extension(parsed.model),
                 )
                 response = web.json_response(body, dumps=_dumps)
-                self._cors(request, response)
+                self.cors(request, response)
                 return response
             if kind == "failed":
                 assert isinstance(value, Failure)
-                self._account(note, value)
-                return self.error(request, self._final_error(value.error))
+                self.account(note, value)
+                return self.error(request, self.final_error(value.error))
 
     async def _stream(
-        self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note, progress: bool
+        self, request: web.Request, parsed: CompletionRequest, live: LiveTurn, note: RequestNote, progress: bool
     ) -> web.StreamResponse:
         writer = ChunkWriter(parsed.model)
         response: web.StreamResponse | None = None
@@ -301,13 +337,13 @@ class ApiServer:
                     out.append(writer.chunk({"reasoning_content": value}))
                 elif kind == "done":
                     assert isinstance(value, Outcome)
-                    self._account(note, value)
+                    self.account(note, value)
                     out += self._ending(writer, parsed, value)
                     ended = True
                 elif kind == "failed":
                     assert isinstance(value, Failure)
-                    self._account(note, value)
-                    error = self._final_error(value.error)
+                    self.account(note, value)
+                    error = self.final_error(value.error)
                     if response is None and not out:
                         return self.error(request, error)
                     note.ended = error.code or error.kind
@@ -318,7 +354,7 @@ class ApiServer:
             try:
                 if response is None:
                     response = await self._open(request, writer, note)
-                if response is None or not await self._sent(request, response.write(b"".join(out)), note):
+                if response is None or not await self.sent(request, response.write(b"".join(out)), note):
                     return response or web.Response(status=408)  # never sent: the connection is dropped
                 live.outbox.written(items)
                 if ended:
@@ -330,7 +366,7 @@ class ApiServer:
                     raise
                 return response
 
-    async def _sent(self, request: web.Request, sending: Awaitable[None], note: _Note) -> bool:
+    async def sent(self, request: web.Request, sending: Awaitable[None], note: RequestNote) -> bool:
         """Whether the client took what `sending` writes within the send timeout. If not, the connection is
         dropped with what it held, and the turn ends (completions' finally)."""
         try:
@@ -342,18 +378,18 @@ class ApiServer:
                 request.transport.abort()  # close() would wait for the unread bytes to leave, for ever
             return False
 
-    async def _open(self, request: web.Request, writer: ChunkWriter, note: _Note) -> web.StreamResponse | None:
+    async def _open(self, request: web.Request, writer: ChunkWriter, note: RequestNote) -> web.StreamResponse | None:
         """The stream, begun (its headers and the assistant's role sent); None if the client never took them."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
-        self._cors(request, response)
+        self.cors(request, response)
 
         async def begin() -> None:
             await response.prepare(request)
             await response.write(writer.chunk({"role": "assistant", "content": ""}))
 
-        return response if await self._sent(request, begin(), note) else None
+        return response if await self.sent(request, begin(), note) else None
 
     def _ending(self, writer: ChunkWriter, parsed: CompletionRequest, outcome: Outcome) -> list[bytes]:
         out = []
@@ -361,20 +397,20 @@ class ApiServer:
             out.append(writer.chunk({"tool_calls": tool_call_parts(outcome.tool_calls)}))
         extension = outcome.extension(parsed.model)
         if parsed.include_usage:
-            out.append(writer.chunk({}, _finish(outcome)))
+            out.append(writer.chunk({}, finish_reason(outcome)))
             out.append(writer.usage(outcome.usage(), moa_chat=extension))
         else:
-            out.append(writer.chunk({}, _finish(outcome), moa_chat=extension))
+            out.append(writer.chunk({}, finish_reason(outcome), moa_chat=extension))
         out.append(writer.DONE)
         return out
 
-    def _final_error(self, error: ApiError) -> ApiError:
+    def final_error(self, error: ApiError) -> ApiError:
         if self.stopping and error.code == "cancelled":
             return ApiError(503, "the server is stopping; the turn was cancelled", kind="server_error",
                             code="server_shutdown")  # fmt: skip
         return error
 
-    def _account(self, note: _Note, result: Outcome | Failure) -> None:
+    def account(self, note: RequestNote, result: Outcome | Failure) -> None:
         ledger = result.ledger
         if any(record.usage is not None for record in ledger.records):
             note.tokens = ledger.usage().total_tokens
@@ -384,11 +420,11 @@ class ApiServer:
 
     # ------------------------------------------------------------------ turns in flight
 
-    def _begin(self, live: _Live) -> None:
+    def _begin(self, live: LiveTurn) -> None:
         self.turns.add(live)
         self._idle.clear()
 
-    def _end(self, live: _Live) -> None:
+    def _end(self, live: LiveTurn) -> None:
         self.turns.discard(live)
         if not self.turns:
             self._idle.set()
@@ -403,12 +439,6 @@ class ApiServer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), grace)
         return len(live)
-
-
-def _finish(outcome: Outcome) -> str:
-    if outcome.tool_calls and outcome.finish_reason == "stop":
-        return "tool_calls"
-    return outcome.finish_reason
 
 
 def _dumps(value: Any) -> str:

@@ -104,6 +104,13 @@ class Failure:
     traces: tuple[dict[str, object], ...] = ()
 
 
+def finish_reason(outcome: Outcome) -> str:
+    """The turn's finish reason as the client reads it: `tool_calls` whenever calls go back to it."""
+    if outcome.tool_calls and outcome.finish_reason == "stop":
+        return "tool_calls"
+    return outcome.finish_reason
+
+
 def provider_secrets(config: Config) -> tuple[str, ...]:
     """Every provider key in the environment: taken out of any text this server sends or logs."""
     names = {spec.api_key_env for spec in config.providers.values() if spec.api_key_env}

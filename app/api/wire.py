@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..images import MAX_IMAGES, ImageError, checked, read_part
 from ..llm.messages import Message, ToolSpec
 from ..text.inert import inert_json
 
@@ -181,7 +182,30 @@ def _messages(value: object) -> list[Message]:
         if "content" not in kept and role != "assistant":
             kept["content"] = ""
         messages.append(cast(Message, kept))
+    check_images(messages, lambda m, n: f"messages[{m}].content[{n}]")
     return messages
+
+
+def check_images(messages: Sequence[Message], where: Callable[[int, int], str]) -> None:
+    """ApiError(400) for an image that cannot be sent (not an image, too large) or one too many;
+    `where(message, part)` names its place in the request as the client wrote it."""
+    seen = 0
+    for m, message in enumerate(messages):
+        content = message.get("content")
+        for n, part in enumerate(content if isinstance(content, list) else ()):
+            image = read_part(part)
+            if image is None:
+                continue
+            seen += 1
+            if seen > MAX_IMAGES:
+                raise ApiError(400, f"more than {MAX_IMAGES} images in one request; send the ones that matter",
+                               param=where(m, n), code="too_many_images")  # fmt: skip
+            if image.data is None:
+                continue  # a URL: the provider fetches it
+            try:
+                checked(image.data, where(m, n))
+            except ImageError as exc:
+                raise ApiError(400, str(exc), param=where(m, n), code="invalid_image") from None
 
 
 def _tools(value: object) -> list[ToolSpec] | None:

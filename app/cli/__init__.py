@@ -22,6 +22,7 @@ from ..providers import choose_start
 from .api_command import add_arguments as add_api_arguments
 from .eval_command import add_arguments as add_eval_arguments
 from .exit_codes import EXIT_USAGE
+from .mcp_command import add_arguments as add_mcp_arguments
 from .presets import list_presets
 from .serve import add_arguments as add_serve_arguments
 
@@ -137,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_arguments(sub.add_parser("serve", parents=[common], help="run the chat in a web browser (see --host)"))
     add_api_arguments(sub.add_parser("api", parents=[common], help="serve the presets as an OpenAI-compatible API"))
+    add_mcp_arguments(
+        sub.add_parser("mcp", parents=[common], help="serve the panel as MCP tools (consult_panel) on stdio or HTTP")
+    )
     add_eval_arguments(sub.add_parser("eval", help="measure presets against their own members and baselines on tasks"))
     return parser
 
@@ -184,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
             from .api_command import run_api
 
             return run_api(config, choice.preset.name, args)
+        if args.command == "mcp":
+            from .mcp_command import run_mcp
+
+            return run_mcp(config, choice.preset.name, args)
         if args.command == "ask":
             from .ask import ask
 

@@ -13,8 +13,10 @@ from ..config import Config, Preset
 from ..config.pricing import cost_label
 from ..engine import CancelToken
 from ..engine.panel import panel
+from ..llm.messages import Content
 from ..session import ChatSession, Notice, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
+from ..session.image_attachments import is_image_path, read_image, with_images
 from ..store import SessionStore, StoreError
 from ..text.inert import inert, inert_json
 from ..text.wording import plural
@@ -31,11 +33,10 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     try:
         allowed = [Path(p) for p in getattr(args, "allow_path", None) or ()]
         hint = ", or allow one outside with --allow-path PATH"
-        files = [
-            read_attachment(path, base=Path.cwd(), allowed=allowed, hint=hint)
-            for path in getattr(args, "attach", None) or ()
-        ]
-        content = attach(prompt, files) if files else prompt
+        paths, here = getattr(args, "attach", None) or (), Path.cwd()
+        files = [read_attachment(p, base=here, allowed=allowed, hint=hint) for p in paths if not is_image_path(p)]
+        images = [read_image(p, base=here, allowed=allowed, hint=hint) for p in paths if is_image_path(p)]  # as images
+        content = with_images(attach(prompt, files) if files else prompt, images)
     except AttachmentError as exc:
         print(f"moa-chat: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -74,6 +75,8 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         for file in files:
             cut = f", cut to the first {len(file.text):,}" if file.cut else ""
             print(inert(f"moa-chat: attached {file.path} ({file.characters:,} characters{cut})"), file=sys.stderr)
+        for image in images:
+            print(inert(f"moa-chat: attached {image.path} ({image.facts.describe()})"), file=sys.stderr)
     cancel = CancelToken()
 
     def reader_gone() -> None:
@@ -182,7 +185,7 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace, *, restar
 
 
 def _send_interruptibly(
-    session: ChatSession, prompt: str, progress: Progress, cancel: CancelToken, *, solo: bool = False
+    session: ChatSession, prompt: Content, progress: Progress, cancel: CancelToken, *, solo: bool = False
 ) -> TurnResult:
     """Run the turn on a worker so Ctrl-C cancels it cleanly (streams closed) instead of killing a read."""
     box: dict[str, TurnResult] = {}

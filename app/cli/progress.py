@@ -16,6 +16,7 @@ from ..engine import (
     AggregatorStarted,
     AgreementChecked,
     CallRetrying,
+    ImagesWithheld,
     LayersDecided,
     ReasoningDelta,
     ReferenceFinished,
@@ -203,6 +204,9 @@ class Progress:
                 f"  ↻ {event.label}: {event.reason} — retrying in {event.delay:.1f} s "
                 f"(attempt {event.attempt} of {event.attempts})"
             )
+        if isinstance(event, ImagesWithheld):
+            why = "its provider refused them" if event.learned else "vision: false"
+            return f"  ◌ {event.label} cannot see ({why}): {plural(event.images, 'image')} sent as a note"
         if isinstance(event, ReplyRestarted):
             fresh = "" if self._whole is not None or self.out is None else "; the reply below starts afresh"
             return f"  ↻ {event.label}: {event.reason} — asking again{fresh}"

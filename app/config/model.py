@@ -78,6 +78,9 @@ class Slot:
     enabled: bool = True
     samples: int = 1  # Self-MoA: ask this model this many times (references only)
     context_window: int | None = None  # tokens this model reads, as the config states it (None: not stated)
+    # Whether the model reads images: False sends it a note in each image's place; None: it is sent them, and
+    # a provider that refuses an image is remembered as one that cannot see (engine/vision.py).
+    vision: bool | None = None
 
     @property
     def label(self) -> str:

@@ -50,6 +50,7 @@ SLOT_KEYS = (
     "enabled",
     "samples",
     "context_window",
+    "vision",
 )
 PRESET_KEYS = (
     "description",
@@ -110,6 +111,9 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
     context_window = check.whole_number(
         body.get("context_window"), body, "context_window", what, at_most=WINDOW_AT_MOST
     )
+    vision = body.get("vision")
+    if vision is not None:
+        vision = check.flag(vision, body, "vision", what)
     return Slot(
         provider=names[0],
         model=names[1],
@@ -121,6 +125,7 @@ def parse_slot(body: object, check: Checker, what: str, parent: object, key: obj
         enabled=enabled,
         samples=samples,
         context_window=context_window,
+        vision=vision,
     )
 
 

@@ -29,9 +29,10 @@ from ..llm import (
 from ..llm.errors import EmptyAnswer
 from ..llm.messages import Message, StreamOptions, ToolSpec
 from ..llm.request import Sampling, Timeout
+from . import vision
 from .cancel import Cancelled
 from .env import TurnEnv
-from .events import CallRecord, CallRetrying, CallStatus, Role
+from .events import CallRecord, CallRetrying, CallStatus, ImagesWithheld, Role
 from .fitting import DoesNotFit
 from .meter import CallMeter
 from .panel import Seat
@@ -110,7 +111,8 @@ class ModelCall:
         limits = env.config.limits(seat.slot.provider)
         self.policy = RetryPolicy.from_limits(limits)
         self.price = env.config.price(seat.slot.label)
-        self.request = self._filtered(request)
+        # A model that cannot see gets notes in place of the images; the turn hears of it as the call begins.
+        self.request, self.withheld = self._prepared(request)
         self.assembler = assembler if assembler is not None else StreamAssembler()
         self._cancel = env.cancel.child()
         self.meter = CallMeter(limits, env.clock, self._expire)
@@ -136,6 +138,8 @@ class ModelCall:
         `StreamReader.read`; an answer that is empty (no text, no tool call) is a failure too."""
         restarts_left = RESTARTS
         refitted = False
+        if self.withheld:
+            self.env.emit(ImagesWithheld(self.role, self.index, self.label, self.withheld))
         try:
             while True:
                 try:
@@ -149,12 +153,18 @@ class ModelCall:
                     if reading.abandoned() or not self._learn(exc) or refitted or self._refit is None:
                         raise
                     refitted = True
-                    self.request = self._filtered(self._refit())
+                    self.request, _ = self._prepared(self._refit())
                     self.assembler.clear()
                     self.meter.forget_answer()
                 except LLMCallError as exc:
                     if reading.abandoned():
                         raise
+                    if vision.refused_images(exc, self.request):  # sent again at once, with notes for the images
+                        self.request, withheld = vision.learned(self.slot, self.request)
+                        self.env.emit(ImagesWithheld(self.role, self.index, self.label, withheld, learned=True))
+                        self.assembler.clear()
+                        self.meter.forget_answer()
+                        continue
                     decision = self.policy.decide(
                         self.role,
                         shown_text=bool(self.assembler.text),
@@ -185,11 +195,12 @@ class ModelCall:
         finally:
             self._cancel.release()
 
-    def _filtered(self, request: ChatRequest) -> ChatRequest:
-        """`request` as it leaves the machine: under `privacy_filter: full`, its messages redacted."""
-        if self.env.message_filter is None:
-            return request
-        return dataclasses.replace(request, messages=self.env.message_filter(request.messages))
+    def _prepared(self, request: ChatRequest) -> tuple[ChatRequest, int]:
+        """`request` as it leaves the machine: under `privacy_filter: full`, its messages redacted; for a model
+        that cannot see, notes in place of its images (and the images so withheld)."""
+        if self.env.message_filter is not None:
+            request = dataclasses.replace(request, messages=self.env.message_filter(request.messages))
+        return vision.fitted(self.slot, request)
 
     def _learn(self, overflow: ContextOverflow) -> bool:
         """Keep the window an overflow error named; whether the request can be fitted to what is known now."""

@@ -240,6 +240,18 @@ class CallRetrying:
 
 
 @dataclass(frozen=True)
+class ImagesWithheld:
+    """A call's model cannot see: it got a text note in place of each of the turn's `images` (`vision: false`
+    in the config, or `learned` from the provider refusing an image, in which case the call was sent again)."""
+
+    role: Role
+    index: int
+    label: str
+    images: int
+    learned: bool = False
+
+
+@dataclass(frozen=True)
 class ReplyRestarted:
     """The aggregator's reply was cut off after text had arrived and is asked again: the ReplyDeltas that
     follow are a fresh reply, and `text` (what arrived before the cut) is an earlier version, cut off."""
@@ -275,6 +287,7 @@ EngineEvent = (
     | ReplyDelta
     | AggregatorFinished
     | CallRetrying
+    | ImagesWithheld
     | ReplyRestarted
     | ReasoningDelta
 )

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from ..llm.messages import Message, ToolCallPart, UserMessage, assistant, system, user
+from ..llm.messages import ContentPart, Message, ToolCallPart, UserMessage, assistant, system, user
 from ..prompts import (
     ADVISOR_PROMPT,
     CONTINUE_PROMPT,
@@ -55,6 +55,7 @@ def reference_view(messages: Sequence[Message]) -> list[Message]:
     alternation); the view always ends on a user turn.
     """
     turns: list[tuple[Literal["user", "assistant"], str]] = []
+    images: dict[int, list[ContentPart]] = {}  # a user turn's images, by the turn's place: kept as parts
     names: dict[str, str] = {}
 
     def add(role: Literal["user", "assistant"], text: str) -> None:
@@ -67,7 +68,15 @@ def reference_view(messages: Sequence[Message]) -> list[Message]:
 
     for message in messages:
         if message["role"] == "user":
-            add("user", message_text(message.get("content")))
+            content = message.get("content")
+            pictures = (
+                [part for part in content if part.get("type") == "image_url"] if isinstance(content, list) else []
+            )
+            add("user", _words(content) if pictures else message_text(content))
+            if pictures:
+                if not turns or turns[-1][0] != "user":
+                    turns.append(("user", ""))
+                images.setdefault(len(turns) - 1, []).extend(pictures)
         elif message["role"] == "assistant":
             calls = message.get("tool_calls") or []
             for call in calls:
@@ -79,15 +88,34 @@ def reference_view(messages: Sequence[Message]) -> list[Message]:
             add("user", f"{TOOL_RESULT_PREFIX} `{name}`]\n{cut_middle(message_text(message.get('content')))}")
     if not turns or turns[-1][0] != "user":
         add("user", CONTINUE_PROMPT)
-    return [user(text) if role == "user" else assistant(text) for role, text in turns]
+    return [
+        (_with_images(text, images[n]) if n in images else user(text)) if role == "user" else assistant(text)
+        for n, (role, text) in enumerate(turns)
+    ]
+
+
+def _words(content: object) -> str:
+    """The text parts of a content list (its images travel as parts of their own)."""
+    return (
+        message_text([part for part in content if part.get("type") != "image_url"]) if isinstance(content, list) else ""
+    )
+
+
+def _with_images(text: str, images: list[ContentPart]) -> UserMessage:
+    parts: list[ContentPart] = [{"type": "text", "text": text}] if text else []
+    return {"role": "user", "content": [*parts, *images]}
 
 
 def reference_messages(messages: Sequence[Message], earlier: str | None = None) -> list[Message]:
     """A reference's request: the advisor prompt and the view; in a later layer, the earlier layer's
-    answers (`layer_message`) join the last user turn, so roles still alternate."""
+    answers (`layer_message`) join the last user turn, so roles still alternate (and its images stay)."""
     view = reference_view(messages)
     if earlier:
-        view[-1] = user(f"{message_text(view[-1]['content'])}\n\n{earlier}")
+        content = view[-1]["content"]
+        if isinstance(content, list):
+            view[-1] = {"role": "user", "content": [*content, {"type": "text", "text": earlier}]}
+        else:
+            view[-1] = user(f"{message_text(content)}\n\n{earlier}")
     return [system(ADVISOR_PROMPT), *view]
 
 

@@ -93,8 +93,8 @@ class StreamOptions(TypedDict, total=False):
     include_usage: bool
 
 
-def user(text: str) -> UserMessage:
-    return {"role": "user", "content": text}
+def user(content: Content) -> UserMessage:
+    return {"role": "user", "content": content}
 
 
 def system(text: str) -> SystemMessage:

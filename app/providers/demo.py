@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..images import IMAGE_NAMES, facts, read_part
 from ..prompts import (
     AGREEMENT_HEADER,
     GUIDANCE_HEADER,
@@ -98,9 +99,14 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
 _ATTACHED = re.compile(r'\n\n<attached-file path="(?P<path>[^"\n]*)"[^>\n]*>\n(?P<text>.*?)\n</attached-file>', re.S)
 
 
+# Context an agent puts before the user's words (Claude Code's): not what the user asked.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*|\s*<attached-image [^>\n]*/>|\n?\[image\]", re.S)
+
+
 def _own_words(prompt: str) -> str:
-    """The prompt without its attached files and a previous layer's answers: what the user typed."""
-    prompt = prompt.split(f"\n\n{LAYER_HEADER}", 1)[0]
+    """The prompt without its attached files, an agent's reminders and a previous layer's answers: what the
+    user typed."""
+    prompt = _REMINDER.sub("", prompt.split(f"\n\n{LAYER_HEADER}", 1)[0])
     match = _ATTACHED.search(prompt)
     return prompt[: match.start()] if match else prompt
 
@@ -118,6 +124,32 @@ def _attachments_read(prompt: str) -> list[str]:
         if sections:
             lines.append(f"  and covers {plural(len(sections), 'section')}: {shown}")
     return lines
+
+
+def images_seen(messages: list[dict[str, Any]]) -> list[str]:
+    """What the demo makes of the images in the user's last prompt: each one's name (as the prompt names it),
+    format, size and bytes, read from the image itself (a model that cannot see reads a note, and says so)."""
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or message_text(content).startswith(GUIDANCE_HEADER):
+            continue
+        names = iter(IMAGE_NAMES.findall(message_text(content)))
+        seen = []
+        for part in content if isinstance(content, list) else []:
+            image = read_part(part)
+            found = facts(image.data) if image is not None and image.data is not None else None
+            if image is not None:
+                what = found.describe() if found is not None else "not an image it can read"
+                seen.append(f"`{next(names, 'an image')}` ({what})")
+            elif isinstance(part, dict) and "not shown to this model]" in str(part.get("text", "")):
+                seen.append(f"{part['text']} — this model cannot see, so it only knows the note")
+        return seen
+    return []
+
+
+def _images_line(messages: list[dict[str, Any]]) -> str:
+    seen = images_seen(messages)
+    return f"**The image{'s' if len(seen) > 1 else ''}.** I see {', '.join(seen)}." if seen else ""
 
 
 def reference_take(model: str, prompt: str) -> str:
@@ -250,6 +282,8 @@ def synthesis(messages: list[dict[str, Any]]) -> str:
             lines.append(f"{n + 1}. **{title}** — {sentences[0]} *({label.split(':', 1)[-1]})*")
     if refs:
         lines.append("")
+    if seen := images_seen(messages):
+        lines += ["What the panel was shown:", *(f"- {image}" for image in seen), ""]
     read = _attachments_read(full)
     if read:
         return "\n".join([*lines, "What the attached file says:" if len(read) < 3 else "The attached files:", *read])
@@ -353,6 +387,8 @@ def respond(body: dict[str, Any]) -> Reply:
     if persona is None:
         return Reply(status=404, error=f"the demo provider has no model {model!r}; it has: {', '.join(MODELS)}")
     text = reference_take(model, _last_user_prompt(messages))
+    if seen := _images_line(messages):
+        text = f"{text} {seen}"
     return Reply(text=text, delay=persona.delay * pace, piece_delay=persona.piece_delay * pace)
 
 

@@ -26,7 +26,7 @@ from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
 from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, call_llm_request, describe_error
-from ..llm.messages import Message, system, user
+from ..llm.messages import Content, Message, system, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
@@ -40,6 +40,7 @@ from .compaction import CompactionFailed
 from .context import ContextKeeper
 from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
+from .image_attachments import prompt_text
 from .saving import TurnSaver, saved_messages
 from .tool_loop import CANCELLED, ToolLoop, TurnResult, TurnStatus
 
@@ -166,7 +167,7 @@ class ChatSession:
         scrub = privacy_scrub(self.config, for_models=False)
         return TraceWriter(self.id, folder=self.store.file.parent, scrub=scrub)
 
-    def over_budget(self, text: str, *, solo: bool = False) -> str | None:
+    def over_budget(self, text: Content, *, solo: bool = False) -> str | None:
         """Why sending `text` would exceed the preset's `max_cost_per_turn`, or None (no limit, or within)."""
         limit = self.preset.max_cost_per_turn
         if limit is None:
@@ -206,11 +207,11 @@ class ChatSession:
     # ------------------------------------------------------------------ turns
 
     def send(
-        self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
+        self, text: Content, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
     ) -> TurnResult:
-        """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
-        references). Blocks; never raises. Another process's turn on the same stored session is waited for,
-        and what it added is then part of this turn's context."""
+        """Run one turn for the user's `text` (or text and images, as content parts) on the current preset
+        (`solo`: its aggregator alone, no references). Blocks; never raises. Another process's turn on the same
+        stored session is waited for, and what it added is then part of this turn's context."""
 
         def turn(new_id: str | None) -> TurnResult:
             self._follow_the_store(observer)
@@ -219,7 +220,7 @@ class ChatSession:
 
         return self._holding_the_session(observer, cancel, turn)
 
-    def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
+    def edit(self, text: Content, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
         another version of this exchange."""
 
@@ -339,7 +340,7 @@ class ChatSession:
         observer: Observer | None,
         cancel: CancelToken | None,
         *,
-        prompt: str | None = None,
+        prompt: Content | None = None,
         parent_id: int | None = None,
         user_id: int | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
@@ -487,7 +488,7 @@ class ChatSession:
         preset: Preset,
         observer: Observer | None,
         *,
-        prompt: str | None,
+        prompt: Content | None,
         parent_id: int | None,
         user_id: int | None,
         new_id: str | None = None,
@@ -496,7 +497,7 @@ class ChatSession:
             return None
         try:
             if self.id is None:
-                self.id = self.store.create_session(preset.name, title=prompt or "", session_id=new_id)
+                self.id = self.store.create_session(preset.name, title=prompt_text(prompt or ""), session_id=new_id)
             saver = TurnSaver.begin(
                 self.store,
                 self.id,

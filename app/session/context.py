@@ -18,7 +18,7 @@ from ..engine import ReferenceFinished, TurnEnv
 from ..engine.budget import ContextBudget
 from ..engine.guidance import guidance_message
 from ..llm.facts import PROCESS_FACTS
-from ..llm.messages import Message, ToolSpec, user
+from ..llm.messages import Content, Message, ToolSpec, user
 from ..llm.tokens import TokenCounter
 from ..llm.windows import WindowFinder
 from ..store import SessionStore, StoreError
@@ -52,7 +52,7 @@ class ContextKeeper:
         return ContextBudget(self.finder(config), self._counter, preset)
 
     def too_long(
-        self, config: Config, preset: Preset, content: str, files: Sequence[Attachment] = (), *, ask: bool = False
+        self, config: Config, preset: Preset, content: Content, files: Sequence[Attachment] = (), *, ask: bool = False
     ) -> str | None:
         """Why a prompt of `content` cannot be sent even alone, to one of `preset`'s models whose window is known
         (naming the attached files and their sizes), or None. Asks no provider unless `ask` (a window it has not

@@ -22,7 +22,7 @@ from ..config import Preset
 from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
 from ..engine.env import Tracer
 from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
-from ..llm.messages import Message, assistant, user
+from ..llm.messages import Content, Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
 from ..store.traces import TraceWriter
 from .tool_loop import TurnResult
@@ -66,7 +66,7 @@ class TurnSaver:
         *,
         kind: str,
         observer: Observer | None,
-        prompt: str | None,
+        prompt: Content | None,
         parent_id: int | None,
         user_id: int | None,
         traces: TraceWriter | None = None,

@@ -1,7 +1,8 @@
 """The session store: every conversation in one SQLite database, versioned and private."""
 
 from .database import StoreError, default_path
-from .session_store import SessionStore, SessionSummary, StoredCall, StoredMessage, StoredTurn, make_title
+from .records import SessionSummary, StoredCall, StoredMessage, StoredTurn
+from .session_store import SessionStore, make_title
 
 __all__ = [
     "SessionStore",

@@ -10,10 +10,14 @@ exchange that has others, folds its other versions in <details>.
 
 from __future__ import annotations
 
+import re
+
 from ..config.pricing import cost_label
+from ..images import IMAGE_MARKER
 from ..text.wording import plural
 from .json_shapes import SessionJson, TurnJson
-from .session_store import SessionStore, StoredMessage, StoredTurn
+from .records import StoredMessage, StoredTurn
+from .session_store import SessionStore
 
 
 def as_json(store: SessionStore, session_id: str) -> SessionJson:
@@ -117,11 +121,27 @@ def _turn_of(exchange: list[StoredMessage], turns: list[StoredTurn]) -> StoredTu
     return asked[-1] if asked else None
 
 
+def _with_embedded_images(prompt: StoredMessage) -> str:
+    """A prompt's text with each attached image embedded where its marker stands (a data: URL, as sent)."""
+    urls = iter(
+        str(part["image_url"]["url"])  # type: ignore[index]
+        for part in prompt.parts or ()
+        if part.get("type") == "image_url"
+    )
+
+    def embed(match: re.Match[str]) -> str:
+        url = next(urls, None)
+        name = match["path"].replace("]", ")")
+        return f"![{name}]({url})" if url is not None else f"*(image {name}, no longer kept)*"
+
+    return IMAGE_MARKER.sub(embed, prompt.content)
+
+
 def _exchange(exchange: list[StoredMessage], turns: list[StoredTurn], heading: str = "##") -> list[str]:
     """A prompt, its turn's reference answers and its reply (with tool calls and results), as Markdown."""
     prompt = exchange[0]
     turn = _turn_of(exchange, turns)
-    lines = [f"{heading} You", "", prompt.content, ""]
+    lines = [f"{heading} You", "", _with_embedded_images(prompt), ""]
     if turn is not None and turn.references:
         lines += ["<details>", f"<summary>The panel: {len(turn.references)} references</summary>", ""]
         for call in turn.references:

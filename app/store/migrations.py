@@ -168,6 +168,17 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE calls ADD COLUMN sent_tokens INTEGER;
     ALTER TABLE calls ADD COLUMN context_window INTEGER;
     """,
+    # 10: images sent with a prompt, kept once each by the SHA-256 of their bytes, and a message's content
+    # parts (text, and images by their hash) where it has images; `content` keeps its text for search.
+    """
+    CREATE TABLE images (
+        sha256 TEXT PRIMARY KEY,
+        media_type TEXT NOT NULL,
+        bytes BLOB NOT NULL,
+        created REAL NOT NULL
+    );
+    ALTER TABLE messages ADD COLUMN parts TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,17 +17,26 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Preset
-from ..engine.events import CallRecord
-from ..llm.usage import Usage
 from .continuation import latest_leaf_of, place_after_latest
 from .database import StoreError, connect, default_path, is_damage
 from .health import StoreDamaged, StoreHealth
-from .json_shapes import PresetJson, SummaryJson, ToolCallJson
+from .images import kept_parts, parts_text, sent_parts
 from .model_facts import ModelFacts
+from .records import (
+    SessionSummary,
+    StoredCall,
+    StoredMessage,
+    StoredTurn,
+    call_from_row,
+    clean,
+    insert_call,
+    message_from_row,
+    summary_from_row,
+    turn_from_row,
+)
 from .session_lock import new_session_id
 from .summaries import Summaries
 
@@ -44,88 +53,6 @@ _SUMMARIES = """
            (SELECT SUM(c.cost) FROM calls c JOIN turns t ON t.id = c.turn_id WHERE t.session_id = s.id) AS cost
     FROM sessions s
 """
-# A turn still "running" when its session is opened was cut short by a crash or a kill.
-INCOMPLETE = ("running", "interrupted", "cancelled", "failed", "cut_off")
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    id: str
-    title: str
-    created: float
-    updated: float
-    preset: str
-    turns: int
-    cost: float | None = None  # dollars, over the calls whose cost is known
-
-    def as_json(self) -> SummaryJson:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "created": _iso(self.created),
-            "updated": _iso(self.updated),
-            "preset": self.preset,
-            "turns": self.turns,
-            "cost": round(self.cost, 6) if self.cost is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    id: int
-    parent_id: int | None
-    turn_id: int | None
-    role: str
-    content: str
-    tool_calls: list[ToolCallJson] | None = None
-    tool_call_id: str | None = None
-    partial: bool = False  # text saved while it streamed; the turn never finished it
-
-    def as_chat(self) -> dict[str, object]:
-        """The message as a model receives it."""
-        message: dict[str, object] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        if self.tool_call_id:
-            message["tool_call_id"] = self.tool_call_id
-        return message
-
-
-@dataclass(frozen=True)
-class StoredCall:
-    record: CallRecord
-    text: str = ""  # a reference's full answer
-    reasoning: str = ""  # what a reasoning model thought before it answered
-
-
-@dataclass(frozen=True)
-class StoredTurn:
-    id: int
-    session_id: str
-    user_message_id: int | None
-    kind: str
-    preset: str
-    preset_json: PresetJson  # the preset as the turn ran it
-    status: str
-    error: str | None
-    started: float
-    seconds: float | None
-    calls: tuple[StoredCall, ...] = ()
-    solo: bool = False
-    reference_order: tuple[int, ...] | None = None  # the shuffled order the aggregator saw the answers in
-    layers_run: int | None = None  # layers of references run (None: stored before it was recorded)
-    layers_reason: str | None = None  # `layers: auto`: why that many
-
-    @property
-    def complete(self) -> bool:
-        return self.status not in INCOMPLETE
-
-    @property
-    def references(self) -> tuple[StoredCall, ...]:
-        """The answers of the turn's last fan-out, in preset order."""
-        refs = [c for c in self.calls if c.record.role == "reference"]
-        last = max((c.record.iteration for c in refs), default=0)
-        return tuple(sorted((c for c in refs if c.record.iteration == last), key=lambda c: c.record.index))
 
 
 class SessionStore:
@@ -217,7 +144,7 @@ class SessionStore:
             """
             args = (f"%{_like(query.strip())}%", _fts_query(query))
         sql += " ORDER BY s.updated DESC LIMIT ?"
-        return [_summary(row) for row in self._query(sql, (*args, limit))]
+        return [summary_from_row(row) for row in self._query(sql, (*args, limit))]
 
     def session(self, id_or_prefix: str) -> SessionSummary:
         """A session by id, or by an unambiguous prefix of one (as `git` takes commits)."""
@@ -229,7 +156,7 @@ class SessionStore:
         exact = [r for r in rows if r["id"] == id_or_prefix]
         if len(rows) > 1 and not exact:
             raise StoreError(f"{id_or_prefix!r} matches several sessions; give more of the id")
-        return _summary(exact[0] if exact else rows[0])
+        return summary_from_row(exact[0] if exact else rows[0])
 
     def latest(self) -> SessionSummary | None:
         found = self.sessions(limit=1)
@@ -262,19 +189,22 @@ class SessionStore:
         partial: bool = False,
     ) -> int:
         now = time.time()
+        content = message.get("content")
+        parts = kept_parts(db, content, now) if isinstance(content, list) else None
         cursor = db.execute(
             "INSERT INTO messages (session_id, parent_id, turn_id, role, content, tool_calls, tool_call_id, partial,"
-            " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,
                 parent_id,
                 turn_id,
                 str(message.get("role", "")),
-                _text(message.get("content")),
+                _text(parts_text(content) if parts is not None else content),
                 json.dumps(message["tool_calls"]) if message.get("tool_calls") else None,
                 message.get("tool_call_id"),
                 int(partial),
                 now,
+                json.dumps(parts) if parts is not None else None,
             ),
         )
         message_id = int(cursor.lastrowid or 0)
@@ -310,7 +240,18 @@ class SessionStore:
             """,
             (head_id,),
         )
-        return [_message(row) for row in rows]
+        return [self._with_images(message_from_row(row)) for row in rows]
+
+    def _with_images(self, message: StoredMessage) -> StoredMessage:
+        """A message whose content had images: its parts again, each image as it was sent."""
+        if message.parts is None:
+            return message
+        return dataclasses.replace(message, parts=sent_parts(message.parts, self.image))
+
+    def image(self, sha256: str) -> tuple[str, bytes] | None:
+        """A kept image's media type and bytes, by the SHA-256 of its bytes."""
+        rows = self._query("SELECT media_type, bytes FROM images WHERE sha256 = ?", (sha256,))
+        return (rows[0]["media_type"], bytes(rows[0]["bytes"])) if rows else None
 
     def children(self, message_id: int | None, session_id: str) -> list[StoredMessage]:
         if message_id is None:
@@ -319,7 +260,7 @@ class SessionStore:
             )
         else:
             rows = self._query("SELECT * FROM messages WHERE parent_id = ? ORDER BY id", (message_id,))
-        return [_message(row) for row in rows]
+        return [self._with_images(message_from_row(row)) for row in rows]
 
     def alternatives(self, session_id: str, user_message_id: int) -> list[int]:
         """Every version of the exchange `user_message_id` belongs to: for each prompt written at that point
@@ -426,7 +367,7 @@ class SessionStore:
                 (status, error, seconds, int(solo), order, layers_run, layers_reason, turn_id),
             )
             for call in calls:
-                _insert_call(db, turn_id, call)
+                insert_call(db, turn_id, call)
             return head
 
     def mark_interrupted(self, session_id: str) -> None:
@@ -443,15 +384,15 @@ class SessionStore:
             "SELECT c.* FROM calls c JOIN turns t ON t.id = c.turn_id WHERE t.session_id = ? ORDER BY c.id",
             (session_id,),
         ):
-            calls.setdefault(call["turn_id"], []).append(_call(call))
-        return [_turn(row, calls.get(row["id"], [])) for row in rows]
+            calls.setdefault(call["turn_id"], []).append(call_from_row(call))
+        return [turn_from_row(row, calls.get(row["id"], [])) for row in rows]
 
     def turn(self, turn_id: int) -> StoredTurn:
         rows = self._query("SELECT * FROM turns WHERE id = ?", (turn_id,))
         if not rows:
             raise StoreError(f"no turn {turn_id}")
-        calls = [_call(c) for c in self._query("SELECT * FROM calls WHERE turn_id = ? ORDER BY id", (turn_id,))]
-        return _turn(rows[0], calls)
+        calls = [call_from_row(c) for c in self._query("SELECT * FROM calls WHERE turn_id = ? ORDER BY id", (turn_id,))]
+        return turn_from_row(rows[0], calls)
 
     # ------------------------------------------------------------------ prompt history
 
@@ -471,98 +412,6 @@ def make_title(text: str) -> str:
     return first if len(first) <= TITLE_LENGTH else first[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
-def _summary(row: sqlite3.Row) -> SessionSummary:
-    return SessionSummary(
-        row["id"], row["title"], row["created"], row["updated"], row["preset"], row["turns"], row["cost"]
-    )
-
-
-def _message(row: sqlite3.Row) -> StoredMessage:
-    return StoredMessage(
-        id=row["id"],
-        parent_id=row["parent_id"],
-        turn_id=row["turn_id"],
-        role=row["role"],
-        content=row["content"],
-        tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
-        tool_call_id=row["tool_call_id"],
-        partial=bool(row["partial"]),
-    )
-
-
-def _turn(row: sqlite3.Row, calls: list[StoredCall]) -> StoredTurn:
-    return StoredTurn(
-        id=row["id"],
-        session_id=row["session_id"],
-        user_message_id=row["user_message_id"],
-        kind=row["kind"],
-        preset=row["preset"],
-        preset_json=json.loads(row["preset_json"]),
-        status=row["status"],
-        error=row["error"],
-        started=row["started"],
-        seconds=row["seconds"],
-        calls=tuple(calls),
-        solo=bool(row["solo"]),
-        reference_order=tuple(json.loads(row["reference_order"])) if row["reference_order"] else None,
-        layers_run=row["layers_run"],
-        layers_reason=row["layers_reason"],
-    )
-
-
-def _call(row: sqlite3.Row) -> StoredCall:
-    usage = None
-    if row["total_tokens"] is not None:
-        usage = Usage(row["prompt_tokens"] or 0, row["completion_tokens"] or 0, row["total_tokens"])
-    record = CallRecord(
-        role=row["role"],
-        label=row["label"],
-        index=row["idx"],
-        iteration=row["iteration"],
-        status=row["status"],
-        usage=usage,
-        seconds=row["seconds"],
-        first_token_seconds=row["first_token_seconds"],
-        finish_reason=row["finish_reason"],
-        error=row["error"],
-        layer=row["layer"],
-        cost=row["cost"],
-        sent_tokens=row["sent_tokens"],
-        window=row["context_window"],
-    )
-    return StoredCall(record, row["text"], row["reasoning"] or "")
-
-
-def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None:
-    record, usage = call.record, call.record.usage
-    db.execute(
-        "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning,"
-        " sent_tokens, context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            turn_id,
-            record.role,
-            record.label,
-            record.index,
-            record.layer,
-            record.iteration,
-            record.status,
-            call.text,
-            record.error,
-            usage.prompt_tokens if usage else None,
-            usage.completion_tokens if usage else None,
-            usage.total_tokens if usage else None,
-            record.seconds,
-            record.first_token_seconds,
-            record.finish_reason,
-            record.cost,
-            clean(call.reasoning) or None,
-            record.sent_tokens,
-            record.window,
-        ),
-    )
-
-
 def _preset_as_json(preset: Preset) -> dict[str, object]:
     """The preset as it was for this turn: models and settings (never keys: a preset holds none); read
     back as a PresetJson."""
@@ -576,15 +425,6 @@ def _text(content: object) -> str:
     return clean(text)
 
 
-def clean(text: str) -> str:
-    """Text SQLite can store: a surrogate pair split across chunks is rejoined, a lone one replaced."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -593,7 +433,3 @@ def _fts_query(text: str) -> str:
     """Each word as a quoted prefix term: user text never reads as FTS5 syntax."""
     words = [w.replace('"', '""') for w in text.split()]
     return " ".join(f'"{w}"*' for w in words) or '""'
-
-
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -8,13 +8,14 @@ from typing import Any
 from textual.screen import Screen
 
 from ..engine.events import CompactionEnded
+from ..llm.messages import Content
 from ..session import ChatSession
 from ..session.attachments import Attachment
 from .widgets.chat_log import ChatLog
 from .widgets.compaction_marker import CompactionMarker
 
 
-def refused(screen: Screen[Any], session: ChatSession, content: str, files: list[Attachment]) -> bool:
+def refused(screen: Screen[Any], session: ChatSession, content: Content, files: list[Attachment]) -> bool:
     """Whether the prompt cannot be sent, even alone, to one of the preset's models whose window is known: it
     stays in the box, and a notice names the files, their sizes and the window."""
     problem = session.context.too_long(session.config, session.preset, content, files)

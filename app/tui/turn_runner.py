@@ -23,7 +23,9 @@ from textual.widget import Widget
 from ..engine import CancelToken, ReplyRestarted
 from ..engine.events import CompactionEnded, CompactionStarted
 from ..engine.panel import panel
+from ..llm.messages import Content
 from ..session import ChatSession, Notice, Observer, ServerStart, ToolCallEvent, TurnEvent, TurnResult
+from ..session.image_attachments import prompt_text
 from ..session.reply_parts import ReplyEnding, panel_answers
 from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnFinished
@@ -39,9 +41,9 @@ DISPATCH_WAIT = 0.1
 
 @dataclass(frozen=True)
 class Send:
-    """A new prompt (`solo`: to the aggregator alone, no references)."""
+    """A new prompt (`solo`: to the aggregator alone, no references); its images, if any, as content parts."""
 
-    text: str
+    text: Content
     solo: bool = False
 
 
@@ -49,7 +51,7 @@ class Send:
 class Edit:
     """The last prompt, edited: sent as a new version of the last exchange."""
 
-    text: str
+    text: Content
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ class TurnRunner:
         if editing and (last := log.last_prompt()) is not None:
             await log.drop_after(last, inclusive=True)
         await log.query(Welcome).remove()
-        await log.mount(UserMessage(request.text))
+        await log.mount(UserMessage(prompt_text(request.text)))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         if error:
             await log.mount(NoticeLine(error, "error"))

@@ -20,8 +20,10 @@ from textual.widgets import OptionList
 
 from ...config import Preset
 from ...engine.panel import panel
+from ...llm.messages import Content
 from ...session import ChatSession, Exchange
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
+from ...session.image_attachments import is_image_path, read_image, split_images, with_images
 from ...store import StoreError
 from ...text.wording import plural
 from ..bindings import CHAT_BINDINGS, footer_bindings, footer_ids
@@ -205,7 +207,7 @@ class ChatScreen(TabOrder):
             return
         prompt = self.query_one(PromptInput)
         # What was typed: its `@path` mentions attach the files again when it is sent.
-        prompt.load_text(split_attachments(last.text)[0])
+        prompt.load_text(split_attachments(split_images(last.text)[0])[0])
         prompt.move_cursor(prompt.document.end)
         prompt.focus()
         self._editing = True
@@ -268,8 +270,10 @@ class ChatScreen(TabOrder):
             return
         try:
             # `@path` naming a file in the working folder attaches its text (shown as a chip in the log).
-            files = [read_attachment(path, base=Path.cwd()) for path in mentioned_files(event.text, Path.cwd())]
-            content = attach(event.text, files) if files else event.text
+            named = mentioned_files(event.text, Path.cwd())
+            files = [read_attachment(path, base=Path.cwd()) for path in named if not is_image_path(path)]
+            images = [read_image(path, base=Path.cwd()) for path in named if is_image_path(path)]
+            content = with_images(attach(event.text, files) if files else event.text, images)
         except AttachmentError as exc:
             self.notify(str(exc), title="Not sent", severity="error")  # the prompt stays in the box
             return
@@ -308,7 +312,7 @@ class ChatScreen(TabOrder):
         self._solo_next = True
         self.query_one(PromptInput).submit()
 
-    async def start_turn(self, text: str, *, solo: bool = False) -> None:
+    async def start_turn(self, text: Content, *, solo: bool = False) -> None:
         editing, self._editing = self._editing, False
         request = Edit(text) if editing else Send(text, solo=solo)
         error, warning = self.session.preflight(self.preset)

@@ -25,6 +25,7 @@ from ...config import Preset
 from ...engine.events import CompactionEnded
 from ...session import Exchange
 from ...session.attachments import describe, split_attachments
+from ...session.image_attachments import split_images
 from ...session.reply_parts import stored_reply
 from ...text.inert import inert
 from ..drawing.rows import repeated_line
@@ -237,18 +238,19 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        typed, chips = split_attachments(text)
+        typed, images = split_images(text)
+        typed, chips = split_attachments(typed)
         shown = shown_prompt(typed)
-        if chips:
-            # Attached files as chips: their text went to the models, the log shows what they were.
-            shown = Content.assemble(
-                shown, "\n", Content("  ").join(Content.styled(f" 📎 {inert(describe(c))} ", "reverse") for c in chips)
-            )
+        # Attached files and images as chips: they went to the models, the log shows what they were.
+        labels = [f" 📎 {inert(describe(c))} " for c in chips] + [f" ▣ {inert(i.describe())} " for i in images]
+        if labels:
+            shown = Content.assemble(shown, "\n", Content("  ").join(Content.styled(x, "reverse") for x in labels))
         super().__init__(shown, classes="user-message")
         # Who is speaking sits in the top edge (chat.tcss): what renders stays just the prompt.
         self.border_title = "You"
         self.text = text  # all of it, as sent
         self.attachments = chips
+        self.images = images
 
 
 def shown_prompt(text: str) -> Content:

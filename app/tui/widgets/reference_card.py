@@ -19,6 +19,7 @@ from ...engine import (
     AggregatorFinished,
     AggregatorStarted,
     CallRetrying,
+    ImagesWithheld,
     ReferenceFinished,
     ReferenceProgress,
     ReferenceQueued,
@@ -27,6 +28,7 @@ from ...engine import (
 )
 from ...engine.events import TAIL_CHARACTERS, AnswerCut
 from ...text.inert import inert
+from ...text.wording import plural
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 GLYPHS = {
@@ -103,6 +105,7 @@ class ReferenceCard(Widget, can_focus=True):
         self.tokens_estimated = False
         self.error: str | None = None
         self.retry: CallRetrying | None = None  # while running: the retry it is waiting for
+        self.withheld = 0  # the turn's images this model cannot see, sent to it as notes
         self.retry_at = 0.0
         self.rate: float | None = None  # tokens per second while it writes
         self.thinking = False  # a running reasoning model that has thought and written nothing yet
@@ -137,6 +140,7 @@ class ReferenceCard(Widget, can_focus=True):
         self.started_at = self.seconds = self.first_token_seconds = self.tokens = self.cut = None
         self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
         self.rate, self.cost, self.cost_partial, self.thinking = None, None, False, False
+        self.withheld = 0
         self._set_status(status)
 
     def cut_to_fit(self, cut: AnswerCut) -> None:
@@ -164,6 +168,9 @@ class ReferenceCard(Widget, can_focus=True):
                 self.started_at = clock.monotonic()
             self.seconds = None
             self._set_status("running")
+        elif isinstance(event, ImagesWithheld):
+            self.withheld = event.images
+            self._changed()
         elif isinstance(event, CallRetrying):
             self.retry, self.retry_at = event, clock.monotonic() + event.delay
             if event.role == "reference":  # what the failed attempt wrote is no part of the answer to come
@@ -318,6 +325,8 @@ class ReferenceCard(Widget, can_focus=True):
             facts.append(cost)
         if self.cut is not None:
             facts.append(f"cut to fit {self.cut.kept * 100 // max(1, self.cut.total)}%")
+        if self.withheld:
+            facts.append(f"{plural(self.withheld, 'image')} not shown (cannot see)")
         ttft_seconds = self.ttft
         ttft = f"ttft {ttft_seconds:.1f}s" if ttft_seconds is not None else None
         lines = [

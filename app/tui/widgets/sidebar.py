@@ -17,6 +17,7 @@ from ...engine import (
     AggregatorStarted,
     AgreementChecked,
     CallRetrying,
+    ImagesWithheld,
     LayersDecided,
     ReferenceFinished,
     ReferenceProgress,
@@ -39,6 +40,7 @@ PanelEvent = (
     | AggregatorStarted
     | AggregatorFinished
     | CallRetrying
+    | ImagesWithheld
     | AgreementChecked
     | LayersDecided
     | RequestFitted
@@ -205,7 +207,7 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
                     waiting.reset("unasked")
         if isinstance(event, AggregatorStarted | AggregatorFinished):
             card: ReferenceCard | None = self.aggregator_card
-        elif isinstance(event, CallRetrying) and event.role == "aggregator":
+        elif isinstance(event, CallRetrying | ImagesWithheld) and event.role == "aggregator":
             card = self.aggregator_card
         else:
             card = self.card(event.index)
