@@ -15,11 +15,11 @@ from aiohttp import web
 
 from ..llm.tokens import estimate_messages
 from .messages_wire import MessageEvents, message, parse_messages
-from .turn import Failure, Outcome, finish_reason
+from .turn import Outcome, finish_reason
 from .wire import ApiError, CompletionRequest
 
 if TYPE_CHECKING:
-    from .server import ApiServer, LiveTurn, RequestNote
+    from .server import ApiServer
 
 PATHS = ("/v1/messages", "/messages")
 COUNT_PATHS = tuple(f"{path}/count_tokens" for path in PATHS)
@@ -65,75 +65,30 @@ class MessagesEndpoint:
         live = server.launch(parsed, preset, progress)
         try:
             if parsed.stream:
-                return await self._stream(request, parsed, live, note, progress)
+                return await server.stream(request, live, note, progress, MessageFrames(parsed))
             return await server.whole(request, parsed, live, note, message)
         finally:
             server.release(live)
 
-    async def _stream(
-        self, request: web.Request, parsed: CompletionRequest, live: LiveTurn, note: RequestNote, progress: bool
-    ) -> web.StreamResponse:
-        server = self.server
-        events = MessageEvents(parsed.model)
-        response: web.StreamResponse | None = None
-        if progress:  # progress comes before any text: the stream opens now, and any failure is an event
-            response = await self._open(request, events, note)
-            if response is None:
-                return web.Response(status=408)  # never sent: the connection is dropped
-        queue = live.outbox.queue
-        while True:
-            items = [await queue.get()]
-            while not queue.empty():
-                items.append(queue.get_nowait())
-            out: list[bytes] = []
-            ended = False
-            for kind, value in items:
-                live.ended = kind in ("done", "failed")
-                if kind == "delta":
-                    out.append(events.text(str(value)))
-                elif kind in ("progress", "reasoning"):
-                    out.append(events.thinking(str(value)))
-                elif kind == "done":
-                    assert isinstance(value, Outcome)
-                    server.account(note, value)
-                    finish = finish_reason(value)
-                    out += events.end(value.tool_calls, finish, value.usage(), value.extension(parsed.model))
-                    ended = True
-                elif kind == "failed":
-                    assert isinstance(value, Failure)
-                    server.account(note, value)
-                    error = server.final_error(value.error)
-                    if response is None and not out:
-                        return server.error(request, error)
-                    note.ended = error.code or error.kind
-                    out.append(events.error(error))  # no message_stop: the message is not whole
-                    ended = True
-                if ended:
-                    break
-            try:
-                if response is None:
-                    response = await self._open(request, events, note)
-                if response is None or not await server.sent(request, response.write(b"".join(out)), note):
-                    return response or web.Response(status=408)  # never sent: the connection is dropped
-                live.outbox.written(items)
-                if ended:
-                    await response.write_eof()
-                    return response
-            except ConnectionResetError:  # the client left between two writes: its turn ends (the caller's finally)
-                note.ended = "client left"
-                if response is None:
-                    raise
-                return response
 
-    async def _open(self, request: web.Request, events: MessageEvents, note: RequestNote) -> web.StreamResponse | None:
-        """The stream, begun (its headers and message_start sent); None if the client never took them."""
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        )
-        self.server.cors(request, response)
+class MessageFrames:
+    """Anthropic's event stream: `message_start` and a ping, text and thinking deltas, `message_stop`."""
 
-        async def begin() -> None:
-            await response.prepare(request)
-            await response.write(events.start() + events.PING)
+    def __init__(self, parsed: CompletionRequest) -> None:
+        self.parsed, self.events = parsed, MessageEvents(parsed.model)
 
-        return response if await self.server.sent(request, begin(), note) else None
+    def opening(self) -> bytes:
+        return self.events.start() + self.events.PING
+
+    def text(self, text: str) -> bytes:
+        return self.events.text(text)
+
+    def thinking(self, text: str) -> bytes:
+        return self.events.thinking(text)
+
+    def ending(self, outcome: Outcome) -> list[bytes]:
+        extension = outcome.extension(self.parsed.model)
+        return self.events.end(outcome.tool_calls, finish_reason(outcome), outcome.usage(), extension)
+
+    def failure(self, error: ApiError) -> bytes:
+        return self.events.error(error)  # no message_stop: the message is not whole

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from aiohttp import web
 
@@ -222,7 +222,7 @@ class ApiServer:
         live = self.launch(parsed, preset, progress)
         try:
             if parsed.stream:
-                return await self._stream(request, parsed, live, note, progress)
+                return await self.stream(request, live, note, progress, ChatFrames(parsed))
             return await self.whole(request, parsed, live, note)
         finally:
             self.release(live)
@@ -313,13 +313,14 @@ class ApiServer:
                 self.account(note, value)
                 return self.error(request, self.final_error(value.error))
 
-    async def _stream(
-        self, request: web.Request, parsed: CompletionRequest, live: LiveTurn, note: RequestNote, progress: bool
+    async def stream(
+        self, request: web.Request, live: LiveTurn, note: RequestNote, progress: bool, frames: StreamFrames
     ) -> web.StreamResponse:
-        writer = ChunkWriter(parsed.model)
+        """The answer as `frames`' event stream, each piece written as its client takes it. Its headers wait for
+        the first text, so a turn that fails before any is an HTTP error; with `progress` they go at once."""
         response: web.StreamResponse | None = None
         if progress:  # progress comes before any text: the stream opens now, and any failure is an event
-            response = await self._open(request, writer, note)
+            response = await self._open(request, frames, note)
             if response is None:
                 return web.Response(status=408)  # never sent: the connection is dropped
         queue = live.outbox.queue
@@ -332,13 +333,13 @@ class ApiServer:
             for kind, value in items:
                 live.ended = kind in ("done", "failed")
                 if kind == "delta":
-                    out.append(writer.chunk({"content": value}))
+                    out.append(frames.text(str(value)))
                 elif kind in ("progress", "reasoning"):
-                    out.append(writer.chunk({"reasoning_content": value}))
+                    out.append(frames.thinking(str(value)))
                 elif kind == "done":
                     assert isinstance(value, Outcome)
                     self.account(note, value)
-                    out += self._ending(writer, parsed, value)
+                    out += frames.ending(value)
                     ended = True
                 elif kind == "failed":
                     assert isinstance(value, Failure)
@@ -347,20 +348,20 @@ class ApiServer:
                     if response is None and not out:
                         return self.error(request, error)
                     note.ended = error.code or error.kind
-                    out.append(writer.event(error.body()))  # no finish_reason, no [DONE]: the reply is not whole
+                    out.append(frames.failure(error))  # no ending: the reply is not whole
                     ended = True
                 if ended:
                     break
             try:
                 if response is None:
-                    response = await self._open(request, writer, note)
+                    response = await self._open(request, frames, note)
                 if response is None or not await self.sent(request, response.write(b"".join(out)), note):
                     return response or web.Response(status=408)  # never sent: the connection is dropped
                 live.outbox.written(items)
                 if ended:
                     await response.write_eof()
                     return response
-            except ConnectionResetError:  # the client left between two writes: its turn ends (finally, below)
+            except ConnectionResetError:  # the client left between two writes: its turn ends (finally, above)
                 note.ended = "client left"
                 if response is None:
                     raise
@@ -378,8 +379,8 @@ class ApiServer:
                 request.transport.abort()  # close() would wait for the unread bytes to leave, for ever
             return False
 
-    async def _open(self, request: web.Request, writer: ChunkWriter, note: RequestNote) -> web.StreamResponse | None:
-        """The stream, begun (its headers and the assistant's role sent); None if the client never took them."""
+    async def _open(self, request: web.Request, frames: StreamFrames, note: RequestNote) -> web.StreamResponse | None:
+        """The stream, begun (its headers and its opening event sent); None if the client never took them."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
@@ -387,22 +388,9 @@ class ApiServer:
 
         async def begin() -> None:
             await response.prepare(request)
-            await response.write(writer.chunk({"role": "assistant", "content": ""}))
+            await response.write(frames.opening())
 
         return response if await self.sent(request, begin(), note) else None
-
-    def _ending(self, writer: ChunkWriter, parsed: CompletionRequest, outcome: Outcome) -> list[bytes]:
-        out = []
-        if outcome.tool_calls:
-            out.append(writer.chunk({"tool_calls": tool_call_parts(outcome.tool_calls)}))
-        extension = outcome.extension(parsed.model)
-        if parsed.include_usage:
-            out.append(writer.chunk({}, finish_reason(outcome)))
-            out.append(writer.usage(outcome.usage(), moa_chat=extension))
-        else:
-            out.append(writer.chunk({}, finish_reason(outcome), moa_chat=extension))
-        out.append(writer.DONE)
-        return out
 
     def final_error(self, error: ApiError) -> ApiError:
         if self.stopping and error.code == "cancelled":
@@ -439,6 +427,48 @@ class ApiServer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), grace)
         return len(live)
+
+
+class StreamFrames(Protocol):
+    """One wire's event stream: what opens it, a piece of text or of thinking, its end, a failure."""
+
+    def opening(self) -> bytes: ...
+    def text(self, text: str) -> bytes: ...
+    def thinking(self, text: str) -> bytes: ...
+    def ending(self, outcome: Outcome) -> list[bytes]: ...
+    def failure(self, error: ApiError) -> bytes: ...
+
+
+class ChatFrames:
+    """The chat-completions wire's stream: chunks, progress as `reasoning_content`, then `[DONE]`."""
+
+    def __init__(self, parsed: CompletionRequest) -> None:
+        self.parsed, self.writer = parsed, ChunkWriter(parsed.model)
+
+    def opening(self) -> bytes:
+        return self.writer.chunk({"role": "assistant", "content": ""})
+
+    def text(self, text: str) -> bytes:
+        return self.writer.chunk({"content": text})
+
+    def thinking(self, text: str) -> bytes:
+        return self.writer.chunk({"reasoning_content": text})
+
+    def ending(self, outcome: Outcome) -> list[bytes]:
+        writer, out = self.writer, []
+        if outcome.tool_calls:
+            out.append(writer.chunk({"tool_calls": tool_call_parts(outcome.tool_calls)}))
+        extension = outcome.extension(self.parsed.model)
+        if self.parsed.include_usage:
+            out.append(writer.chunk({}, finish_reason(outcome)))
+            out.append(writer.usage(outcome.usage(), moa_chat=extension))
+        else:
+            out.append(writer.chunk({}, finish_reason(outcome), moa_chat=extension))
+        out.append(writer.DONE)
+        return out
+
+    def failure(self, error: ApiError) -> bytes:
+        return self.writer.event(error.body())  # no finish_reason, no [DONE]
 
 
 def _dumps(value: Any) -> str:

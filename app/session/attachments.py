@@ -60,8 +60,25 @@ class Chip:
 def read_attachment(
     path: str | Path, *, base: Path, allowed: Sequence[Path] = (), hint: str = "", limit: int = MAX_FILE_CHARACTERS
 ) -> Attachment:
-    """The file at `path` (relative to `base`), which must resolve inside `base` or inside one of `allowed`
-    (files or folders); `hint` ends the refusal of one outside ("pass --allow-path PATH to allow it")."""
+    """The text file at `path`, read as `read_confined` reads one."""
+    named, data = read_confined(path, base=base, allowed=allowed, hint=hint)
+    if b"\0" in data[:8192]:
+        raise AttachmentError(f"cannot attach {named}: it looks binary; only text files can be attached")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AttachmentError(f"cannot attach {named}: it is not UTF-8 text") from None
+    text = text.replace("\r\n", "\n")
+    if len(text) > limit:
+        return Attachment(named, text[:limit], len(text), cut=True)
+    return Attachment(named, text, len(text))
+
+
+def read_confined(path: str | Path, *, base: Path, allowed: Sequence[Path] = (), hint: str = "") -> tuple[str, bytes]:
+    """The name and bytes of the file at `path` (relative to `base`), which must resolve inside `base` or inside
+    one of `allowed` (files or folders); `hint` ends the refusal of one outside ("pass --allow-path PATH to allow
+    it"). One inside `base` is opened as the file tools open one: no link followed on the way, the file checked
+    again once open; a path allowed by name is read as it is."""
     named = str(path)
     file = Path(path).expanduser()
     if not file.is_absolute():
@@ -81,20 +98,10 @@ def read_attachment(
     if not file.is_file():
         raise AttachmentError(f"cannot attach {named}: not a regular file")
     try:
-        data = _read(resolved, root)
+        return named, _read(resolved, root)
     except (OSError, ToolError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise AttachmentError(f"cannot attach {named}: {reason}") from exc
-    if b"\0" in data[:8192]:
-        raise AttachmentError(f"cannot attach {named}: it looks binary; only text files can be attached")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise AttachmentError(f"cannot attach {named}: it is not UTF-8 text") from None
-    text = text.replace("\r\n", "\n")
-    if len(text) > limit:
-        return Attachment(named, text[:limit], len(text), cut=True)
-    return Attachment(named, text, len(text))
 
 
 def _within(path: Path, allowed: Path) -> bool:
@@ -103,8 +110,6 @@ def _within(path: Path, allowed: Path) -> bool:
 
 
 def _read(resolved: Path, root: Path) -> bytes:
-    """The bytes of a file checked to be where it may be: inside `root` opened as the file tools open one (no
-    link followed on the way, the file checked again once open); a path allowed by name, as it is."""
     if not resolved.is_relative_to(root):
         return resolved.read_bytes()
     descriptor, _ = Workspace(root).open(str(resolved), os.O_RDONLY)

@@ -8,7 +8,6 @@ absolute path, `..`, a symlink) is refused unless it is allowed by name (`ask --
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,9 +16,7 @@ from typing import cast
 
 from ..images import MAX_IMAGES, SUFFIXES, ImageError, ImageFacts, checked, image_part
 from ..llm.messages import Content, ContentPart
-from ..tools import Workspace
-from ..tools.registry import ToolError
-from .attachments import AttachmentError
+from .attachments import AttachmentError, read_confined
 
 _MARKER = '<attached-image path="{path}" format="{format}" width="{width}" height="{height}" bytes="{size}"/>'
 _MARKERS = re.compile(
@@ -56,39 +53,12 @@ def is_image_path(path: str | Path) -> bool:
 
 
 def read_image(path: str | Path, *, base: Path, allowed: Sequence[Path] = (), hint: str = "") -> ImageAttachment:
-    """The image at `path` (relative to `base`), which must resolve inside `base` or one of `allowed`."""
-    named = str(path)
-    file = Path(path).expanduser()
-    if not file.is_absolute():
-        file = base / file
+    """The image at `path`, read as `read_confined` reads a file, and checked to be an image it can send."""
+    named, data = read_confined(path, base=base, allowed=allowed, hint=hint)
     try:
-        resolved, root = file.resolve(), base.resolve()
-    except OSError as exc:
-        raise AttachmentError(f"cannot attach {named}: {exc.strerror or exc}") from exc
-    inside = resolved.is_relative_to(root)
-    if not inside and not any(resolved == (a := other.expanduser().resolve()) or resolved.is_relative_to(a)
-                              for other in allowed):  # fmt: skip
-        via = f" (it resolves to {resolved})" if resolved != file else ""
-        raise AttachmentError(
-            f"cannot attach {named}: it is outside the working folder {root}{via}; attachments come from that "
-            f"folder{hint}"
-        )
-    if not resolved.is_file():
-        raise AttachmentError(f"cannot attach {named}: {'no such file' if not resolved.exists() else 'not a file'}")
-    try:
-        if inside:  # opened as the file tools open one: no link followed on the way
-            descriptor, _ = Workspace(root).open(str(resolved), os.O_RDONLY)
-            with os.fdopen(descriptor, "rb") as handle:
-                data = handle.read()
-        else:
-            data = resolved.read_bytes()
         return ImageAttachment(named, data, checked(data, named))
     except ImageError as exc:
         raise AttachmentError(str(exc)) from None
-    except OSError as exc:
-        raise AttachmentError(f"cannot attach {named}: {exc.strerror or exc}") from exc
-    except ToolError as exc:  # the workspace's refusal (a link swapped in on the way)
-        raise AttachmentError(f"cannot attach {named}: {exc}") from exc
 
 
 def with_images(text: str, images: Sequence[ImageAttachment]) -> Content:
