@@ -10,7 +10,7 @@ from moa_chat.config import load_config
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ChatSession, ToolLoop
 from moa_chat.tui.screens.help import HelpScreen
-from moa_chat.tui.widgets.chat_log import UserMessage
+from moa_chat.tui.widgets.chat_log import UserPrompt
 from moa_chat.tui.widgets.reply import AssistantReply
 from test_cli import run
 from tui_helpers import make_app, run_turn, wait_until
@@ -123,7 +123,7 @@ async def test_a_turn_that_raises_ends_failed_and_the_next_prompt_works(home, ll
         sent = llm_server.requests_for("agg")[-1].messages
         assert next(m["content"] for m in sent if m["role"] == "user") == "second"
         assert "first" not in [m["content"] for m in sent]
-        assert [m.text for m in app.query(UserMessage)] == ["first", "second"]  # still shown, failure and all
+        assert [m.text for m in app.query(UserPrompt)] == ["first", "second"]  # still shown, failure and all
 
 
 async def test_help_and_palette_name_a_remapped_key(home):

@@ -16,7 +16,7 @@ from moa_chat.config import load_config
 from moa_chat.images import MAX_IMAGE_BYTES, ImageError, checked, facts
 from moa_chat.session.image_attachments import ImageAttachment, split_images, with_images
 from moa_chat.store import SessionStore
-from moa_chat.tui.widgets.chat_log import UserMessage
+from moa_chat.tui.widgets.chat_log import UserPrompt
 from tui_helpers import make_app, run_turn
 
 BLIND_AGGREGATOR = """
@@ -132,7 +132,7 @@ async def test_at_image_in_the_chat_sends_it_and_shows_a_chip(home, llm_server, 
     app = make_app(load_config(write_config(home, text)), "blind-agg")
     async with app.run_test(size=(100, 30)) as pilot:
         await run_turn(pilot, "what is in @photo.png?")
-        message = app.query_one(UserMessage)
+        message = app.query_one(UserPrompt)
         assert "▣ photo.png · PNG 1280×720 · 4 KB" in message.render().plain
         assert "attached-image" not in message.render().plain
         card = app.screen.sidebar.aggregator_card

@@ -104,7 +104,7 @@ async def test_a_burst_of_keys_lands_in_the_prompt_in_order(home):
         assert prompt.text == "one\ntwo\nthree\n\nfour"
         await post_bytes(pilot, "x\x7fy\x1b[Dz")  # x, Backspace, y, Left, z
         await wait_until(pilot, lambda: prompt.text.endswith("fourzy"), describe=lambda: repr(prompt.text))
-        assert not app.query("UserMessage")  # nothing was sent on the way
+        assert not app.query("UserPrompt")  # nothing was sent on the way
 
 
 async def test_shift_enter_and_alt_enter_add_a_line_and_enter_sends(wire_config, llm_server):
@@ -431,7 +431,7 @@ async def test_tab_completes_an_at_path_and_lists_the_choices(home, tmp_path, mo
         assert dropdown.is_open and dropdown.option_count == 2
         await pilot.press("down", "enter")  # ↓ chooses, Enter takes (and does not send)
         assert prompt.text == "read @README.md and @src/mainline.py "
-        assert not dropdown.display and not app.query("UserMessage")
+        assert not dropdown.display and not app.query("UserPrompt")
 
         await pilot.press(*"@", "tab")
         await wait_until(pilot, lambda: dropdown.is_open)
@@ -443,8 +443,8 @@ async def test_tab_completes_an_at_path_and_lists_the_choices(home, tmp_path, mo
 
         app.chat.set_focus(prompt)
         await pilot.press("enter")  # sent, with both files attached
-        await wait_until(pilot, lambda: bool(app.query("UserMessage")))
-        message = app.query_one("UserMessage")
+        await wait_until(pilot, lambda: bool(app.query("UserPrompt")))
+        message = app.query_one("UserPrompt")
         assert [chip.path for chip in message.attachments] == ["README.md", "src/mainline.py"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from moa_chat.tui.keys import check_keymap, key_is_valid, keymap_notice, known_binding_ids, suggest_key
 from moa_chat.tui.screens.help import HelpScreen
-from moa_chat.tui.widgets.chat_log import UserMessage, shown_prompt
+from moa_chat.tui.widgets.chat_log import UserPrompt, shown_prompt
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
@@ -51,7 +51,7 @@ async def test_a_megabyte_paste_keeps_the_prompt_responsive_and_is_sent_whole(wi
             assert [m["content"] for m in llm_server.requests_for(model)[0].messages if m["role"] == "user"] == [sent]
 
         # The log shows its beginning and what is not shown, not 12,500 lines above the reply.
-        message = app.query_one(UserMessage)
+        message = app.query_one(UserPrompt)
         assert message.text == sent
         shown = message.render().plain
         assert shown.startswith("Summarise: 2024-05-01") and len(shown) < 5_000
@@ -110,7 +110,7 @@ async def test_empty_and_whitespace_only_prompts_are_not_sent(wire_config, llm_s
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        assert not app.query(UserMessage) and not llm_server.requests
+        assert not app.query(UserPrompt) and not llm_server.requests
         await send(pilot, "  a real question  ")
         await wait_until(pilot, lambda: bool(llm_server.requests_for("agg")))
         assert llm_server.requests_for("agg")[0].messages[0]["content"] == "a real question"

@@ -15,7 +15,7 @@ from moa_chat.session.attachments import (
     read_attachment,
     split_attachments,
 )
-from moa_chat.tui.widgets.chat_log import UserMessage
+from moa_chat.tui.widgets.chat_log import UserPrompt
 from tui_helpers import make_app, run_turn
 
 QUESTION = [{"role": "user", "content": "hello"}]
@@ -130,7 +130,7 @@ async def test_at_path_in_the_chat_attaches_the_file_and_shows_a_chip(home, llm_
     app = make_app(config, "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await run_turn(pilot, "what is on @todo.txt?")
-        message = app.query_one(UserMessage)
+        message = app.query_one(UserPrompt)
         assert [c.path for c in message.attachments] == ["todo.txt"]
         shown = message.render().plain
         assert "📎 todo.txt · 9 chars" in shown and "buy milk" not in shown

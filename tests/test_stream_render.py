@@ -13,7 +13,7 @@ from moa_chat.tui import reply_pacer
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
 from moa_chat.tui.turn_runner import TurnPhase
-from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
+from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserPrompt
 from moa_chat.tui.widgets.markdown import ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply, ReplyMeta
@@ -444,7 +444,7 @@ async def test_a_long_live_conversation_keeps_a_bounded_number_of_widgets_and_br
                 await pilot.pause()
                 counts.append(len(list(app.screen.walk_children())))
         log = app.query_one(ChatLog)
-        shown = [m.text for m in app.query(UserMessage)]
+        shown = [m.text for m in app.query(UserPrompt)]
         assert len(shown) < 15 and shown[-1] == "question 29"
         assert counts[1] <= counts[0] + 5, counts  # as many widgets at turn 30 as at turn 15
         marker = app.query_one(EarlierMessages)
@@ -454,7 +454,7 @@ async def test_a_long_live_conversation_keeps_a_bounded_number_of_widgets_and_br
             log.scroll_home(animate=False)
             await pilot.pause()
             await pilot.pause()
-        assert [m.text for m in app.query(UserMessage)] == [f"question {n}" for n in range(30)]
+        assert [m.text for m in app.query(UserPrompt)] == [f"question {n}" for n in range(30)]
         replies = app.query(AssistantReply)
         assert [r.text.split(":")[0] for r in replies] == [f"Answer to *question {n}*" for n in range(30)]
         assert all(r.finished and r.query(ReplyMeta) for r in replies)

@@ -8,7 +8,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.tui.app import MoAChatApp
 from moa_chat.tui.screens.preset_picker import PresetPicker
 from moa_chat.tui.screens.reference_detail import ReferenceDetail
-from moa_chat.tui.widgets.chat_log import NoticeLine, UserMessage
+from moa_chat.tui.widgets.chat_log import NoticeLine, UserPrompt
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.reply import AssistantReply
@@ -55,7 +55,7 @@ async def test_several_turns_keep_the_whole_conversation(wire_config, llm_server
         sent = llm_server.requests_for("agg")[-1].messages
         assert [m["role"] for m in sent] == ["user", "assistant", "user", "user"]  # + guidance
         assert sent[0]["content"] == "first question" and sent[1]["content"] == "ok from agg"
-        assert len(app.query(UserMessage)) == 2 and len(app.query(AssistantReply)) == 2
+        assert len(app.query(UserPrompt)) == 2 and len(app.query(AssistantReply)) == 2
 
 
 async def test_f3_changes_the_preset_the_next_request_uses(wire_config, llm_server):

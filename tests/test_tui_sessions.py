@@ -6,7 +6,7 @@ from __future__ import annotations
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.store import SessionStore
 from moa_chat.tui.app import MoAChatApp
-from moa_chat.tui.widgets.chat_log import FIRST_BATCH, HISTORY_BATCH, EarlierMessages, UserMessage, Welcome
+from moa_chat.tui.widgets.chat_log import FIRST_BATCH, HISTORY_BATCH, EarlierMessages, UserPrompt, Welcome
 from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reply import AssistantReply
 from tui_helpers import run_turn, stored_session, wait_until
@@ -35,7 +35,7 @@ async def test_a_chat_is_saved_and_reopens_with_its_history(home, wire_config, l
     async with again.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         assert not again.query(Welcome)
-        assert [m.text for m in again.query(UserMessage)] == ["first question", "second question"]
+        assert [m.text for m in again.query(UserPrompt)] == ["first question", "second question"]
         replies = list(again.query(AssistantReply))
         assert [r.text for r in replies] == ["ok from agg", "ok from agg"] and all(r.finished for r in replies)
         assert again.query_one(PromptInput).prompt_history == ["first question", "second question"]
@@ -75,20 +75,20 @@ async def test_a_long_session_opens_with_its_newest_exchanges_and_loads_more(hom
     app = stored_app(config, store, session_id)
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
-        shown = [m.text for m in app.query(UserMessage)]
+        shown = [m.text for m in app.query(UserPrompt)]
         assert len(shown) == FIRST_BATCH and shown[-1] == "question 59"
         marker = app.query_one(EarlierMessages)
         assert f"{60 - FIRST_BATCH} earlier exchanges" in str(marker.render())
         marker.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(app.query(UserMessage)) == FIRST_BATCH + HISTORY_BATCH)
+        await wait_until(pilot, lambda: len(app.query(UserPrompt)) == FIRST_BATCH + HISTORY_BATCH)
         for expected in (FIRST_BATCH + 2 * HISTORY_BATCH, 60):  # scrolling to the top asks for more
             await pilot.pause()
             app.chat.chat_log.scroll_home(animate=False)
-            await wait_until(pilot, lambda expected=expected: len(app.query(UserMessage)) == expected)
+            await wait_until(pilot, lambda expected=expected: len(app.query(UserPrompt)) == expected)
         await pilot.pause()
         assert not app.query(EarlierMessages)
-        assert [m.text for m in app.query(UserMessage)] == [f"question {n}" for n in range(60)]
+        assert [m.text for m in app.query(UserPrompt)] == [f"question {n}" for n in range(60)]
 
 
 def seeded_store(home, config) -> tuple[SessionStore, list[str]]:
@@ -144,7 +144,7 @@ async def test_the_sessions_screen_filters_opens_renames_and_deletes(home, wire_
         await pilot.press("enter")  # open it
         await wait_until(pilot, lambda: app.session.id == ids[0])
         await pilot.pause()
-        assert [m.text for m in app.query(UserMessage)] == ["explain borrowing in Rust"]
+        assert [m.text for m in app.query(UserPrompt)] == ["explain borrowing in Rust"]
         assert app.query_one(AssistantReply).text == "A borrow is a reference with a lifetime."
         await run_turn(pilot, "and lifetimes?")
         assert llm_server.requests_for("agg")[-1].messages[0]["content"] == "explain borrowing in Rust"
@@ -216,7 +216,7 @@ async def test_regenerate_edit_and_versions_in_the_chat(home, wire_config, llm_s
         await wait_until(
             pilot, lambda: not app.chat.turn_running and app.query(AssistantReply).last().text == "about dogs"
         )
-        assert [m.text for m in app.query(UserMessage)] == ["tell me about dogs"]
+        assert [m.text for m in app.query(UserPrompt)] == ["tell me about dogs"]
         assert "version 3/3" in str(app.query_one(".reply-meta").render())
     prompts = [m.content for m in store.children(None, store.latest().id)]
     assert prompts == ["tell me about cats", "tell me about dogs"]

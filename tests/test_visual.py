@@ -12,7 +12,7 @@ from moa_chat.llm.usage import Usage
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.session import ToolCallEvent, UsageLedger
 from moa_chat.tui.app import stylesheet_paths
-from moa_chat.tui.widgets.chat_log import ChatLog, UserMessage, Welcome
+from moa_chat.tui.widgets.chat_log import ChatLog, UserPrompt, Welcome
 from moa_chat.tui.widgets.header import StatusHeader
 from moa_chat.tui.widgets.markdown import ReplyMarkdown, parser
 from moa_chat.tui.widgets.reference_card import ReferenceCard
@@ -246,7 +246,7 @@ async def test_the_user_and_the_aggregator_are_named(wire_config, llm_server):
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         await run_turn(pilot, "hello")
-        message = app.query_one(UserMessage)
+        message = app.query_one(UserPrompt)
         assert message.border_title == "You" and message.render().plain == "hello"
         header = app.query_one(AssistantReply).query_one(".reply-header")
         assert header.render().plain == "◆ wire:agg"

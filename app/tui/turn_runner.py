@@ -29,7 +29,7 @@ from ..session.image_attachments import prompt_text
 from ..session.reply_parts import ReplyEnding, panel_answers
 from ..text.wording import plural
 from .bridge import CoreEvent, ReplyText, TurnBridge, TurnFinished
-from .widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
+from .widgets.chat_log import ChatLog, NoticeLine, UserPrompt, Welcome
 from .widgets.compaction_marker import CompactionMarker
 from .widgets.reply import AssistantReply
 from .widgets.sidebar import PanelEvent, ReferenceSidebar
@@ -106,7 +106,7 @@ class TurnRunner:
         if editing and (last := log.last_prompt()) is not None:
             await log.drop_after(last, inclusive=True)
         await log.query(Welcome).remove()
-        await log.mount(UserMessage(prompt_text(request.text)))
+        await log.mount(UserPrompt(prompt_text(request.text)))
         log.scroll_end(animate=False)  # whatever was being read, the new exchange is what to follow
         if error:
             await log.mount(NoticeLine(error, "error"))

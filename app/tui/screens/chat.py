@@ -35,7 +35,7 @@ from ..last_reply import copy_code, copy_reply, show_panel, show_side_by_side
 from ..preset_choices import PresetChoices
 from ..tab_order import TabOrder
 from ..turn_runner import Edit, Rerun, Send, TurnPhase, TurnRequest, TurnRunner
-from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
+from ..widgets.chat_log import ChatLog, NoticeLine, UserPrompt, Welcome
 from ..widgets.compaction_marker import CompactionMarker
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
@@ -179,7 +179,7 @@ class ChatScreen(TabOrder):
 
     # ------------------------------------------------------------------ answering again, editing, versions
 
-    def _last_prompt(self) -> UserMessage | None:
+    def _last_prompt(self) -> UserPrompt | None:
         """The last prompt, when it can be answered again or edited (else a notice says why not)."""
         if self.turn_running:
             self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")

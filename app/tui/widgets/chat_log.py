@@ -153,9 +153,9 @@ class ChatLog(VerticalScroll):
         else:
             self.scroll_page_down(animate=False)
 
-    def last_prompt(self) -> UserMessage | None:
+    def last_prompt(self) -> UserPrompt | None:
         """The newest prompt on screen, if any."""
-        prompts = self.query(UserMessage)
+        prompts = self.query(UserPrompt)
         return prompts.last() if prompts else None
 
     async def drop_after(self, widget: Widget, *, inclusive: bool = False) -> None:
@@ -179,7 +179,7 @@ class ChatLog(VerticalScroll):
         for child in self.children:
             if isinstance(child, EarlierMessages):
                 continue
-            if isinstance(child, UserMessage) or not groups:
+            if isinstance(child, UserPrompt) or not groups:
                 groups.append([])
             groups[-1].append(child)
         keep_height = KEEP_SCREENS * self.scrollable_content_region.height
@@ -193,7 +193,7 @@ class ChatLog(VerticalScroll):
             builds = [_recipe(widget) for widget in group]
             if any(build is None for build in builds):
                 break  # something that cannot be built again stays, and so does everything after it
-            folded.append(Earlier(partial(_build_all, builds), exchange=isinstance(group[0], UserMessage)))
+            folded.append(Earlier(partial(_build_all, builds), exchange=isinstance(group[0], UserPrompt)))
             gone.extend(group)
         if not gone:
             return
@@ -211,8 +211,8 @@ class ChatLog(VerticalScroll):
 
 def _recipe(widget: Widget) -> Callable[[], Widget] | None:
     """How to build `widget` again, or None if it cannot be."""
-    if isinstance(widget, UserMessage):
-        return partial(UserMessage, widget.text)
+    if isinstance(widget, UserPrompt):
+        return partial(UserPrompt, widget.text)
     if isinstance(widget, NoticeLine):
         return partial(NoticeLine, widget.message, widget.level)
     if isinstance(widget, AssistantReply):
@@ -227,7 +227,7 @@ def _build_all(builds: list[Callable[[], Widget] | None]) -> list[Widget]:
 def exchange_widgets(exchange: Exchange) -> list[Widget]:
     widgets: list[Widget] = []
     if exchange.prompt is not None:
-        widgets.append(UserMessage(exchange.prompt))
+        widgets.append(UserPrompt(exchange.prompt))
     if exchange.reply or exchange.turn is not None:
         widgets.append(AssistantReply.drawn(stored_reply(exchange.reply, exchange.turn)))
     if (kept := exchange.summary) is not None:
@@ -236,7 +236,7 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
     return widgets
 
 
-class UserMessage(Static):
+class UserPrompt(Static):
     def __init__(self, text: str) -> None:
         typed, images = split_images(text)
         typed, chips = split_attachments(typed)
