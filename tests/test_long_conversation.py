@@ -229,3 +229,16 @@ def test_the_api_answers_a_conversation_no_window_can_hold_with_a_400(home, wind
         assert answer.choices[0].message.content and answer.model_extra["moa_chat"]["fitted"] == []
     finally:
         api.stop()
+
+
+def test_compact_now_says_why_when_the_model_that_summarises_cannot_start(home, monkeypatch):
+    """ "Compact now" on a preset whose aggregator moa-chat runs itself: a server that cannot start is the
+    compaction's error (the chat shows it), not "nothing to compact"."""
+    from moa_chat.providers.local import N_CTX_ENV
+
+    monkeypatch.setenv(N_CTX_ENV, "12")  # outside the range the local server takes: it refuses to start
+    config = load_config()
+    session = ChatSession(config, config.preset("local"), store=None)
+    ended = session.compact()
+    assert ended is not None and ended.error is not None
+    assert f"{N_CTX_ENV}=12" in ended.error

@@ -424,9 +424,11 @@ class ChatSession:
         not), or None when no exchange is left to summarise. Blocks: a worker thread's."""
         events: list[TurnEvent] = []
         env = self._env(self.preset, cancel or CancelToken(), events.append)
+        not_started = self._start_servers(self.preset, env, aggregator_only=True)
+        if not_started is not None:  # the model that summarises runs here and could not start: it says why
+            return CompactionEnded(0, 0, 0, error=not_started[1])
         with contextlib.suppress(CompactionFailed):  # its CompactionEnded says why
-            if self._start_servers(self.preset, env, aggregator_only=True) is None:
-                self.context.compact(env, self.preset, self.messages, (self.id, self.head_id))
+            self.context.compact(env, self.preset, self.messages, (self.id, self.head_id))
         self.ledger.extend(env.ledger.records)
         return next((e for e in events if isinstance(e, CompactionEnded)), None)
 
