@@ -1,0 +1,267 @@
+"""How a model's reply is read: the answer line the task asked for first, then a fallback that takes only an
+unambiguous final answer, and otherwise nothing ("unreadable").
+
+Each check asks for its answer in one form (`ANSWER: X` on the reply's last line, as inspect-ai and lm-eval ask)
+and reads that first. Models do not always comply, so a fallback reads what a careful person would accept as a
+final answer and nothing else: the last "the answer is X", a letter alone on the last line, or one option
+named by its letter or its text. It refuses a letter inside a list of echoed options, an article ("the answer
+is a simple …"), a letter whose option text names another option, and the first operand of an expression
+("2 * 19 = 38" is 38). A reply it cannot read is scored wrong and counted as unreadable, rather than guessed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# The line every check with a format asks for (inspect-ai's and lm-eval's convention).
+ANSWER_WORD = "ANSWER"
+
+# Where a reply states its answer, the last such phrase winning (models restate): "ANSWER: X", "Final answer:
+# X", "the answer is X", "the correct option is X", "the result is X".
+_STATEMENT = re.compile(
+    r"(?:\bfinal\s+answer|\banswer|\boption|\bchoice|\bresult|\btotal)\b[*_`]*"
+    r"(?:\s*(?:is|would\s+be|will\s+be|should\s+be)\b|\s*[:=：])[*_`]*\s*[:=]?",
+    re.IGNORECASE,
+)
+_DECORATION = " \t*_`\"'“”‘’#>-"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reply's answer was read as (`value`, None when unreadable), and how, or why it could not be."""
+
+    value: str | None
+    how: str  # "answer line", "answer phrase", "letter alone", "option line", "option text", "last line", ...
+
+    @property
+    def readable(self) -> bool:
+        return self.value is not None
+
+    def as_json(self) -> dict[str, object]:
+        return {"value": self.value, "how": self.how}
+
+
+def unreadable(why: str) -> Reading:
+    return Reading(None, why)
+
+
+def normalise(text: str) -> str:
+    """Case, accents' composed forms, surrounding quotes, Markdown emphasis, trailing punctuation and runs of
+    white space do not count."""
+    text = unicodedata.normalize("NFKC", text).strip().lower()
+    text = re.sub(r"[*_`]+", "", text)
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" \"'“”‘’.,;:!?()[]")
+
+
+def _lines(reply: str) -> list[str]:
+    return [line.strip() for line in reply.strip().splitlines() if line.strip(_DECORATION)]
+
+
+def statement(reply: str) -> tuple[str, str] | None:
+    """The text after the reply's last answer statement, to the end of its line (or the next line, for an
+    "ANSWER:" alone on its line), with how it was stated: ("answer line" | "answer phrase", text)."""
+    matches = list(_STATEMENT.finditer(reply))
+    if not matches:
+        return None
+    last = matches[-1]
+    rest = reply[last.end() :]
+    line, _, after = rest.partition("\n")
+    if not line.strip(_DECORATION):
+        following = _lines(after)
+        line = following[0] if following else ""
+    if not line.strip(_DECORATION):
+        return None
+    word = last.group(0).strip(_DECORATION + ":=：").split()[0]
+    how = "answer line" if word.upper() == ANSWER_WORD and ":" in last.group(0) else "answer phrase"
+    return how, line.strip()
+
+
+# ----------------------------------------------------------------------------------------------- choices
+
+
+def _mentions(text: str, option: str) -> bool:
+    """Whether `text` names `option` as a phrase of its own (normalised, on word boundaries). An option of one
+    character is matched as written: "A" is an option, "a" an article."""
+    if len(option.strip()) == 1:
+        plain = unicodedata.normalize("NFKC", re.sub(r"[*_`]+", "", text))
+        return re.search(rf"(?<!\w){re.escape(option.strip())}(?!\w)", plain) is not None
+    wanted = normalise(option)
+    return bool(wanted) and re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", normalise(text)) is not None
+
+
+def _options_named(text: str, choices: Sequence[str], letters: str) -> list[str]:
+    return [letter for letter, option in zip(letters, choices, strict=False) if _mentions(text, option)]
+
+
+def _letter_then(text: str, choices: Sequence[str], letters: str) -> tuple[str, str] | None:
+    """A statement that starts with an option's letter: (letter, what follows it). A letter that reads as a word
+    is not one: a lowercase letter counts only when marked ("(b)", "b)", "b" alone), and "A" followed by a
+    lowercase word ("A simple sum …") is the article unless that word starts option A's text."""
+    stripped = text.strip(" \t*_`\"'“”‘’>")
+    upper = re.match(rf"[\(\[]?([{letters}])(?![\w'’])([\)\]\.:,*]*)\s*(.*)", stripped, re.DOTALL)
+    if upper:
+        letter, marked, tail = upper.groups()
+        article = letter == "A" and not marked and re.match(r"[a-z]", tail) is not None
+        if not article or normalise(tail).startswith(normalise(choices[0])):
+            return letter, tail
+        return None
+    lower = re.match(rf"(?:\(([{letters.lower()}])\)|([{letters.lower()}])(?:\)|\.?\s*$))\s*(.*)", stripped, re.DOTALL)
+    if lower:
+        return (lower.group(1) or lower.group(2)).upper(), lower.group(3)
+    return None
+
+
+def _resolve_choice(text: str, choices: Sequence[str], letters: str, how: str) -> Reading:
+    """A stated answer ("B", "B) 42", "42", "option B, 42"): its letter, unless the text beside the letter is
+    another option's."""
+    started = _letter_then(text, choices, letters)
+    if started is not None:
+        letter, tail = started
+        own = choices[letters.index(letter)]
+        if tail.strip() and not normalise(tail).startswith(normalise(own)):
+            others = [o for o in _options_named(tail, choices, letters) if o != letter]
+            if others:
+                return unreadable(f"the letter {letter} and the text of option {others[0]} disagree")
+        return Reading(letter, how)
+    named = _options_named(text, choices, letters)
+    if len(named) == 1:
+        return Reading(named[0], f"{how} (the option's text)")
+    if len(named) > 1:
+        return unreadable(f"the stated answer names options {', '.join(named)}")
+    return unreadable(f"the stated answer ({_short(text)}) names no option")
+
+
+_OPTION_LINE = r"[\(\[]?([{letters}])[\)\]\.:]\s+(.*)"
+_ALONE = r"[\(\[]?([{letters}])[\)\]\.:]?"
+
+
+def read_choice(reply: str, choices: Sequence[str], letters: str) -> Reading:
+    """The letter of the option a reply picks, or why none can be read (see the module's docstring)."""
+    if not reply.strip():
+        return unreadable("empty reply")
+    stated = statement(reply)
+    if stated is not None:
+        how, text = stated
+        reading = _resolve_choice(text, choices, letters, how)
+        if reading.readable or how == "answer line":
+            return reading
+    picked = re.findall(
+        rf"\b(?i:option|choice|answer)\s+\(?([{letters}])\)?\s+(?i:is\s+(?:the\s+)?(?:correct|right))\b", reply
+    )
+    if picked:
+        return Reading(picked[-1], "option named correct")
+    bare = [re.sub(r"[*_`]+", "", line).strip(" \t\"'“”‘’#>-") for line in _lines(reply)]
+    last = re.fullmatch(_ALONE.format(letters=letters + letters.lower()), bare[-1])
+    if last:
+        return Reading(last.group(1).upper(), "letter alone on the last line")
+    listed: dict[str, str] = {}
+    for line in bare:
+        item = re.fullmatch(_OPTION_LINE.format(letters=letters), line, re.DOTALL)
+        if item:
+            listed.setdefault(item.group(1), item.group(2))
+    if len(listed) > 1:
+        return unreadable(f"lists options {', '.join(sorted(listed))}")
+    if len(listed) == 1:
+        ((letter, tail),) = listed.items()
+        return _resolve_choice(f"{letter}) {tail}", choices, letters, "option line")
+    bold = set(re.findall(rf"\*\*\(?([{letters}])\)?\*\*", reply))
+    if len(bold) == 1:
+        return Reading(bold.pop(), "bold letter")
+    named = _options_named(reply, choices, letters)
+    if len(named) == 1:
+        return Reading(named[0], "option text")
+    if len(named) > 1:
+        return unreadable(f"names options {', '.join(named)}")
+    return unreadable("no answer found")
+
+
+# ----------------------------------------------------------------------------------------------- numbers
+
+# A number as models write one: 1,234.5, $12, 45%, 3/4, -0.5; a minus sign only when it touches the digits.
+NUMBER = re.compile(r"(?<![\w.])(?:-(?=\$?\d))?\$?\d(?:[\d,]*\d)?(?:\.\d+)?(?:/\d+(?![\d.]))?%?")
+_OPERATOR = re.compile(r"\s*(?:[+\-−–×*/÷^]|x(?=\s))\s*")
+_RESULT = re.compile(r"[=≈]")
+
+
+def parse_number(text: str) -> float | None:
+    """A number as models write one: 1,234.5, $12, 45%, 3/4, -0.5 (None when it is none)."""
+    cleaned = text.replace("$", "").replace(" ", "").replace(",", "").rstrip("%")
+    try:
+        if "/" in cleaned:
+            top, bottom = cleaned.split("/", 1)
+            return float(top) / float(bottom) if float(bottom) else None
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def _numbers(text: str) -> list[re.Match[str]]:
+    return [m for m in NUMBER.finditer(text) if parse_number(m.group(0)) is not None]
+
+
+def _final_result(text: str, how: str) -> Reading:
+    """The number a statement gives: after its last "=", else its first number, unless that number only
+    starts an expression nobody evaluated ("12 * 18 - 150")."""
+    if _RESULT.search(text):
+        text = _RESULT.split(text)[-1]
+        how = f"{how}, after the last ="
+    found = _numbers(text)
+    if not found:
+        return unreadable(f"no number in {_short(text)!r}")
+    first = found[0]
+    rest = text[first.end() :]
+    operator = _OPERATOR.match(rest)
+    if operator and _numbers(rest[operator.end() :]) and _numbers(rest[operator.end() :])[0].start() == 0:
+        return unreadable(f"an expression with no result: {_short(text)!r}")
+    value = parse_number(first.group(0))
+    assert value is not None
+    return Reading(_format(value), how)
+
+
+def read_number(reply: str) -> Reading:
+    """The number a reply gives as its answer (see the module's docstring), formatted as `42` or `0.75`."""
+    if not reply.strip():
+        return unreadable("empty reply")
+    stated = statement(reply)
+    if stated is not None:
+        how, text = stated
+        reading = _final_result(text, how)
+        if reading.readable or how == "answer line":
+            return reading
+    with_numbers = [line for line in _lines(reply) if _numbers(line)]
+    if not with_numbers:
+        return unreadable("no number found")
+    line = with_numbers[-1]
+    if _RESULT.search(line):
+        return _final_result(line, "the last line with a number")
+    found = _numbers(line)
+    if len(found) == 1:
+        return _final_result(line, "the last line with a number")
+    return unreadable(f"the last line with a number holds {len(found)} and no answer: {_short(line)!r}")
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------- free text
+
+
+def read_text(reply: str) -> Reading:
+    """A free-text answer: the stated answer, else the reply's last line (normalised)."""
+    if not reply.strip():
+        return unreadable("empty reply")
+    stated = statement(reply)
+    if stated is not None:
+        how, text = stated
+        return Reading(normalise(text), how)
+    return Reading(normalise(_lines(reply)[-1]), "last line")
