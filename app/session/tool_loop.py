@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..engine import Cancelled, MoAEngine, ReferenceFinished, TurnEnv, TurnPlan
+from ..engine.echoes import without_echoes
 from ..engine.guidance import GuidanceMemory
 from ..engine.ledger import UsageLedger
 from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, describe_error
@@ -125,14 +126,15 @@ class ToolLoop:
                 engine.aggregate(conversation, self.tools.offered(), reply)
                 self._reply = None  # read whole: its text goes in below, not as a partial
                 calls = reply.tool_calls()
-                if reply.text:
-                    texts.append(reply.text)
+                text = without_echoes(reply.text)  # as the reply streamed: moa-chat's markers left out
+                if text:
+                    texts.append(text)
                 handed_back = [call for call in calls if not self.tools.runs_here(call)]
                 # A round with calls that go back to the caller ends the turn; the caller runs them (an API
                 # client's own tools: a round with both hands back the client's alone).
                 here = [] if handed_back else calls
-                if reply.text or here:
-                    message = assistant(reply.text or "", [call.as_message_part() for call in here])
+                if text or here:
+                    message = assistant(text, [call.as_message_part() for call in here])
                     conversation.append(message)
                     added.append(message)
                 if not here:
@@ -193,7 +195,8 @@ class ToolLoop:
                 if part["id"] not in answered:
                     added.append(tool_result(part["id"], why))
                     answered.add(part["id"])
-        if self._reply is not None and self._reply.text:
-            texts.append(self._reply.text)
-            added.append(assistant(self._reply.text))
+        text = without_echoes(self._reply.text) if self._reply is not None else ""
+        if text:
+            texts.append(text)
+            added.append(assistant(text))
         self._reply = None
