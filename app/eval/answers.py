@@ -23,9 +23,12 @@ ANSWER_WORD = "ANSWER"
 # X", "the answer is X", "the correct option is X", "the result is X".
 _STATEMENT = re.compile(
     r"(?:\bfinal\s+answer|\banswer|\boption|\bchoice|\bresult|\btotal)\b[*_`]*"
-    r"(?:\s*(?:is|would\s+be|will\s+be|should\s+be)\b|\s*[:=：])[*_`]*\s*[:=]?",
+    r"(?:\s+(?:to|for|of|in|this|that|the|your|my|question|problem|here|then|now)\b)*"
+    r"(?:\s*(?:is|was|would\s+be|will\s+be|should\s+be)\b|\s*[:=：])[*_`]*\s*[:=]?",
     re.IGNORECASE,
 )
+# Words between a statement and its answer that say nothing about which ("the answer is indeed option D").
+_FILLER = re.compile(r"(?:(?:indeed|clearly|definitely|therefore|thus|so|simply|option|choice|letter)\b[\s:,]*)+", re.I)
 _DECORATION = " \t*_`\"'“”‘’#>-"
 
 
@@ -61,23 +64,27 @@ def _lines(reply: str) -> list[str]:
     return [line.strip() for line in reply.strip().splitlines() if line.strip(_DECORATION)]
 
 
+def statements(reply: str) -> list[tuple[str, str]]:
+    """Each answer statement of a reply, in order: how it was stated ("answer line" for `ANSWER: X`, else
+    "answer phrase") and the text after it to the end of its line (or the next line, for an "ANSWER:" alone)."""
+    found = []
+    for match in _STATEMENT.finditer(reply):
+        line, _, after = reply[match.end() :].partition("\n")
+        if not line.strip(_DECORATION):
+            following = _lines(after)
+            line = following[0] if following else ""
+        if not line.strip(_DECORATION):
+            continue
+        word = match.group(0).strip(_DECORATION + ":=：").split()[0]
+        how = "answer line" if word.upper() == ANSWER_WORD and ":" in match.group(0) else "answer phrase"
+        found.append((how, line.strip()))
+    return found
+
+
 def statement(reply: str) -> tuple[str, str] | None:
-    """The text after the reply's last answer statement, to the end of its line (or the next line, for an
-    "ANSWER:" alone on its line), with how it was stated: ("answer line" | "answer phrase", text)."""
-    matches = list(_STATEMENT.finditer(reply))
-    if not matches:
-        return None
-    last = matches[-1]
-    rest = reply[last.end() :]
-    line, _, after = rest.partition("\n")
-    if not line.strip(_DECORATION):
-        following = _lines(after)
-        line = following[0] if following else ""
-    if not line.strip(_DECORATION):
-        return None
-    word = last.group(0).strip(_DECORATION + ":=：").split()[0]
-    how = "answer line" if word.upper() == ANSWER_WORD and ":" in last.group(0) else "answer phrase"
-    return how, line.strip()
+    """The reply's last answer statement (see `statements`), or None."""
+    found = statements(reply)
+    return found[-1] if found else None
 
 
 # ----------------------------------------------------------------------------------------------- choices
@@ -102,6 +109,8 @@ def _letter_then(text: str, choices: Sequence[str], letters: str) -> tuple[str, 
     is not one: a lowercase letter counts only when marked ("(b)", "b)", "b" alone), and "A" followed by a
     lowercase word ("A simple sum …") is the article unless that word starts option A's text."""
     stripped = text.strip(" \t*_`\"'“”‘’>")
+    if filler := _FILLER.match(stripped):
+        stripped = stripped[filler.end() :].strip(" \t*_`\"'“”‘’>")
     upper = re.match(rf"[\(\[]?([{letters}])(?![\w'’])([\)\]\.:,*]*)\s*(.*)", stripped, re.DOTALL)
     if upper:
         letter, marked, tail = upper.groups()
@@ -121,11 +130,9 @@ def _resolve_choice(text: str, choices: Sequence[str], letters: str, how: str) -
     started = _letter_then(text, choices, letters)
     if started is not None:
         letter, tail = started
-        own = choices[letters.index(letter)]
-        if tail.strip() and not normalise(tail).startswith(normalise(own)):
-            others = [o for o in _options_named(tail, choices, letters) if o != letter]
-            if others:
-                return unreadable(f"the letter {letter} and the text of option {others[0]} disagree")
+        other = _other_option(tail, letter, choices, letters)
+        if other is not None:
+            return unreadable(f"the letter {letter} and the text of option {other} disagree")
         return Reading(letter, how)
     named = _options_named(text, choices, letters)
     if len(named) == 1:
@@ -133,6 +140,33 @@ def _resolve_choice(text: str, choices: Sequence[str], letters: str, how: str) -
     if len(named) > 1:
         return unreadable(f"the stated answer names options {', '.join(named)}")
     return unreadable(f"the stated answer ({_short(text)}) names no option")
+
+
+def _words(text: str) -> set[str]:
+    return {word.rstrip("s") for word in re.findall(r"[a-z0-9$./%]+", normalise(text))}
+
+
+def _other_option(tail: str, letter: str, choices: Sequence[str], letters: str) -> str | None:
+    """The option a letter's own text names instead of it ("D) 42" where 42 is option C; "A) Pushing a ball can
+    make it move", option C's words), or None. The text right after the letter is compared with each option
+    by the share of the option's words it holds; another option must hold clearly more than the letter's own."""
+    own = choices[letters.index(letter)]
+    if not tail.strip() or normalise(tail).startswith(normalise(own)):
+        return None
+    exact = [o for o in _options_named(tail, choices, letters) if o != letter]
+    if exact and not _mentions(tail, own):
+        return exact[0]
+    head = _words(re.split(r"[.:;!?\n]", tail, maxsplit=1)[0])
+
+    def share(option: str) -> float:
+        words = _words(option)
+        return len(words & head) / len(words) if words and len(option.strip()) > 1 else 0.0
+
+    mine = share(own)
+    best = max((o for o in letters if o != letter), key=lambda o: share(choices[letters.index(o)]), default=None)
+    if best is not None and share(choices[letters.index(best)]) >= 0.75 and share(choices[letters.index(best)]) > mine:
+        return best
+    return None
 
 
 _OPTION_LINE = r"[\(\[]?([{letters}])[\)\]\.:]\s+(.*)"
@@ -143,12 +177,17 @@ def read_choice(reply: str, choices: Sequence[str], letters: str) -> Reading:
     """The letter of the option a reply picks, or why none can be read (see the module's docstring)."""
     if not reply.strip():
         return unreadable("empty reply")
-    stated = statement(reply)
-    if stated is not None:
-        how, text = stated
-        reading = _resolve_choice(text, choices, letters, how)
-        if reading.readable or how == "answer line":
-            return reading
+    stated = statements(reply)
+    if stated and stated[-1][0] == "answer line":  # the line the task asked for decides
+        return _resolve_choice(stated[-1][1], choices, letters, "answer line")
+    readings = [_resolve_choice(text, choices, letters, how) for how, text in stated]
+    picks = {r.value for r in readings if r.readable}
+    if len(picks) > 1:
+        return unreadable(f"states answers {', '.join(sorted(str(p) for p in picks))}")
+    if readings and not readings[-1].readable and "names no option" not in readings[-1].how:
+        return readings[-1]  # a stated answer that contradicts itself: nothing else in the reply can mend it
+    if picks:
+        return next(r for r in reversed(readings) if r.readable)
     picked = re.findall(
         rf"\b(?i:option|choice|answer)\s+\(?([{letters}])\)?\s+(?i:is\s+(?:the\s+)?(?:correct|right))\b", reply
     )

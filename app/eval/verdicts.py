@@ -133,7 +133,7 @@ def plan_pairs(
     tops = [n for n in names if kinds[n] != "member"]
     for i, first in enumerate(tops):
         for second in tops[i + 1 :]:
-            if (first, second) not in whole and (second, first) not in whole:
+            if (first, second) not in whole and (second, first) not in whole and scores(first) and scores(second):
                 pairs.append(Pair(first, second, "secondary"))
     lifts: dict[str, tuple[Pair, Pair]] = {}
     for preset, seated in members.items():
