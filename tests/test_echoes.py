@@ -87,6 +87,7 @@ def test_a_turn_whose_aggregator_echoes_its_guidance_shows_and_keeps_none_of_it(
     assert result.status == "ok"
     assert shown == result.text == "The answer is 7.\n\nANSWER: C\n"
     assert result.new_messages[-1]["content"] == result.text  # what the conversation keeps, and sends next turn
+    assert result.echoes_removed == 3  # counted, so eval can say how often replies carry them
     guidance = llm_server.requests_for("agg")[-1].messages[-1]["content"]
     assert guidance.endswith(GUIDANCE_END) and reference_heading(1, "wire:ref-a") in guidance
 

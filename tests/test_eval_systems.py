@@ -15,7 +15,7 @@ from conftest import write_config
 from moa_chat.cli import main
 from moa_chat.eval.progress import ProgressBar, plain_line
 from moa_chat.eval.runner import Snapshot
-from moa_chat.prompts import ADVISOR_PROMPT
+from moa_chat.prompts import ADVISOR_PROMPT, reference_heading
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.store.eval_runs import EvalRunStore
 from scripted_server import ScriptedServer
@@ -168,14 +168,19 @@ def test_multiple_choice_options_are_shuffled_by_the_recorded_seed(
 def test_reports_say_what_was_read_and_eval_show_lays_it_out(
     wired: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    wired.script(
-        "agg", lambda body: Reply(text="Between 1 and 3 <b>" if _asked(body) == 1 else f"ANSWER: {_asked(body) + 1}")
-    )
+    def agg(body: dict[str, Any]) -> Reply:
+        n = _asked(body)
+        if n == 1:
+            return Reply(text="Between 1 and 3 <b>")
+        return Reply(text=f"{reference_heading(1, 'wire:ref-a')}\nANSWER: {n + 1}" if n == 2 else f"ANSWER: {n + 1}")
+
+    wired.script("agg", agg)
     folder = tmp_path / "report"
     out = _json(capsys, str(_tasks(tmp_path, 3)), "--preset", "two", "--report", str(folder))
     two = next(s for s in out["systems"] if s["name"] == "two")
     assert two["unreadable"] == 1 and two["quality"] == pytest.approx(2 / 3)
     assert two["tokens_complete"] is True and two["layers_run"] == 1.0
+    assert two["echoed_markers"] == 1  # task 2's copied heading, taken out before its answer was read (right)
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert 'id="t1"' in page and "the last line with a number holds 2 and no answer" in page
     assert "Between 1 and 3 &lt;b&gt;" in page and "3 <b>" not in page  # a reply is text, never markup

@@ -116,6 +116,9 @@ def _delta(comparison: Comparison) -> str:
 def verdict_lines(summary: Summary) -> list[str]:
     """The lines under the table: the floor a constant answer sets, the primary verdicts, the lifts, the rest."""
     lines = [f"a constant answer: {baseline.describe()}" for baseline in summary.constants]
+    echoed = [f"{r.name} {r.echoed} of {r.answered}" for r in summary.results if r.echoed]
+    if echoed:
+        lines.append(f"replies that copied moa-chat's markers (taken out before reading): {', '.join(echoed)}")
     primary = summary.primary
     if len(primary) > 1:
         lines.append(f"primary comparisons (named before the run; Holm-corrected over {len(primary)}):")

@@ -46,6 +46,7 @@ class SystemResult:
     failed: int = 0
     answered: int = 0
     unreadable: int = 0  # answered, but the check could not read an answer in the reply
+    echoed: int = 0  # replies that copied moa-chat's markers (taken out before they were read)
     seconds: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     tokens_complete: bool = True  # every answer's every call reported its tokens
@@ -108,6 +109,7 @@ class SystemResult:
             "answered": self.answered,
             "failed": self.failed,
             "unreadable": self.unreadable,
+            "echoed_markers": self.echoed,
             "median_seconds": percentile(self.seconds, 50),
             "p90_seconds": percentile(self.seconds, 90),
             "tokens_per_task": self.per_task(self.tokens),
@@ -258,6 +260,7 @@ def _add(
     result.answered += ok
     result.failed += not ok
     result.unreadable += bool(record.get("unreadable"))
+    result.echoed += bool(record.get("markers_removed"))
     if ok:
         result.seconds.append(float(record.get("seconds") or 0.0))
         if record.get("tokens") is not None:

@@ -376,6 +376,7 @@ def answer_record(task: Task, system: System, result: TurnResult, repeat: int = 
         "tokens_complete": tokens_complete,
         "cost": result.ledger.cost(),
         "cost_complete": result.ledger.cost_complete(),
+        "markers_removed": result.echoes_removed,  # moa-chat's markers the reply copied, taken out before reading
         "layers_run": result.layers_run if system.kind == "preset" and ok else None,
         "layers_reason": result.layers_reason,
         "members": members,
