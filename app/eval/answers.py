@@ -22,7 +22,7 @@ ANSWER_WORD = "ANSWER"
 # Where a reply states its answer, the last such phrase winning (models restate): "ANSWER: X", "Final answer:
 # X", "the answer is X", "the correct option is X", "the result is X".
 _STATEMENT = re.compile(
-    r"(?:\bfinal\s+answer|\banswer|\boption|\bchoice|\bresult|\btotal)\b[*_`]*"
+    r"(?:\bfinal\s+answer|\banswer|\boption|\bchoice|\bresult)\b[*_`]*"
     r"(?:\s+(?:to|for|of|in|this|that|the|your|my|question|problem|here|then|now)\b)*"
     r"(?:\s*(?:is|was|would\s+be|will\s+be|should\s+be)\b|\s*[:=：])[*_`]*\s*[:=]?",
     re.IGNORECASE,
@@ -49,6 +49,22 @@ class Reading:
 
 def unreadable(why: str) -> Reading:
     return Reading(None, why)
+
+
+def _agreed(stated: list[tuple[str, Reading]]) -> Reading:
+    """What a reply's answer statements say, read in order: (how each was stated, what it gives). The last
+    `ANSWER:` line decides; otherwise the statements that give an answer must all give the same one, and a
+    stated answer that gives none (or contradicts itself) is no answer: the rest of the reply is not searched."""
+    how, last = stated[-1]
+    readings = [reading for _, reading in stated]
+    if how == "answer line":
+        return last
+    values = sorted({str(r.value) for r in readings if r.readable})
+    if len(values) > 1:
+        return unreadable(f"states answers {', '.join(values)}")
+    if values:
+        return next(r for r in reversed(readings) if r.readable)
+    return last  # why the last statement gives no answer
 
 
 def normalise(text: str) -> str:
@@ -178,16 +194,8 @@ def read_choice(reply: str, choices: Sequence[str], letters: str) -> Reading:
     if not reply.strip():
         return unreadable("empty reply")
     stated = statements(reply)
-    if stated and stated[-1][0] == "answer line":  # the line the task asked for decides
-        return _resolve_choice(stated[-1][1], choices, letters, "answer line")
-    readings = [_resolve_choice(text, choices, letters, how) for how, text in stated]
-    picks = {r.value for r in readings if r.readable}
-    if len(picks) > 1:
-        return unreadable(f"states answers {', '.join(sorted(str(p) for p in picks))}")
-    if readings and not readings[-1].readable and "names no option" not in readings[-1].how:
-        return readings[-1]  # a stated answer that contradicts itself: nothing else in the reply can mend it
-    if picks:
-        return next(r for r in reversed(readings) if r.readable)
+    if stated:
+        return _agreed([(how, _resolve_choice(text, choices, letters, how)) for how, text in stated])
     picked = re.findall(
         rf"\b(?i:option|choice|answer)\s+\(?([{letters}])\)?\s+(?i:is\s+(?:the\s+)?(?:correct|right))\b", reply
     )
@@ -238,17 +246,28 @@ def parse_number(text: str) -> float | None:
         return None
 
 
-def _numbers(text: str) -> list[re.Match[str]]:
-    return [m for m in NUMBER.finditer(text) if parse_number(m.group(0)) is not None]
+def _numbers(text: str, *, numbering: bool = False) -> list[re.Match[str]]:
+    """The numbers in `text`; with `numbering`, not a list's numbering ("1. First, …" at a line's start)."""
+    found = [m for m in NUMBER.finditer(text) if parse_number(m.group(0)) is not None]
+    if numbering:
+        found = [m for m in found if not (_at_line_start(text, m) and _ENUMERATOR.match(text, m.end()))]
+    return found
 
 
-def _final_result(text: str, how: str) -> Reading:
+_ENUMERATOR = re.compile(r"[.)]\s")
+
+
+def _at_line_start(text: str, match: re.Match[str]) -> bool:
+    return not text[: match.start()].rpartition("\n")[2].strip(_DECORATION)
+
+
+def _final_result(text: str, how: str, *, numbering: bool = False) -> Reading:
     """The number a statement gives: after its last "=", else its first number, unless that number only
     starts an expression nobody evaluated ("12 * 18 - 150")."""
     if _RESULT.search(text):
         text = _RESULT.split(text)[-1]
         how = f"{how}, after the last ="
-    found = _numbers(text)
+    found = _numbers(text, numbering=numbering)
     if not found:
         return unreadable(f"no number in {_short(text)!r}")
     first = found[0]
@@ -265,26 +284,24 @@ def read_number(reply: str) -> Reading:
     """The number a reply gives as its answer (see the module's docstring), formatted as `42` or `0.75`."""
     if not reply.strip():
         return unreadable("empty reply")
-    stated = statement(reply)
-    if stated is not None:
-        how, text = stated
-        reading = _final_result(text, how)
-        if reading.readable or how == "answer line":
-            return reading
-    with_numbers = [line for line in _lines(reply) if _numbers(line)]
+    stated = statements(reply)
+    if stated:
+        return _agreed([(how, _final_result(text, how)) for how, text in stated])
+    with_numbers = [line for line in _lines(reply) if _numbers(line, numbering=True)]
     if not with_numbers:
         return unreadable("no number found")
     line = with_numbers[-1]
     if _RESULT.search(line):
-        return _final_result(line, "the last line with a number")
-    found = _numbers(line)
+        return _final_result(line, "the last line with a number", numbering=True)
+    found = _numbers(line, numbering=True)
     if len(found) == 1:
-        return _final_result(line, "the last line with a number")
+        return _final_result(line, "the last line with a number", numbering=True)
     return unreadable(f"the last line with a number holds {len(found)} and no answer: {_short(line)!r}")
 
 
 def _format(value: float) -> str:
-    return str(int(value)) if value.is_integer() else f"{value:g}"
+    """`42`, `0.75`, `9.00678513`: every digit a float holds, so a tolerance compares what the reply said."""
+    return str(int(value)) if value.is_integer() else f"{value:.15g}"
 
 
 def _short(text: str, limit: int = 60) -> str:
