@@ -47,7 +47,6 @@ def main() -> int:
 
     os.environ.setdefault("MOA_CHAT_HOME", scratch_home())
     import openai
-
     from moa_chat.config import load_config
     from moa_chat.engine.echoes import without_echoes
     from moa_chat.engine.events import CallRecord, ReferenceFinished
@@ -73,7 +72,10 @@ def main() -> int:
     def ask(messages: list[object], temperature: float | None, max_tokens: int | None) -> str:
         extra = {"temperature": temperature} if temperature is not None else {}
         reply = client.chat.completions.create(
-            model=aggregator.model, messages=messages, max_tokens=max_tokens, **extra  # type: ignore[arg-type]
+            model=aggregator.model,
+            messages=messages,
+            max_tokens=max_tokens,
+            **extra,  # type: ignore[arg-type]
         )
         return reply.choices[0].message.content or ""
 
@@ -88,7 +90,8 @@ def main() -> int:
         request = reference_messages(prompt)
         answers = [(seat.label, ask(request, seat.slot.temperature, seat.slot.max_tokens)) for seat in seats]
         finished = tuple(
-            ReferenceFinished(CallRecord("reference", label, i, 1, "ok"), text) for i, (label, text) in enumerate(answers)
+            ReferenceFinished(CallRecord("reference", label, n, 1, "ok"), text)
+            for n, (label, text) in enumerate(answers)
         )
         forms = {
             "before": old_guidance(answers),

@@ -135,8 +135,9 @@ def verdict_lines(summary: Summary) -> list[str]:
         lines.append(f"{lift.preset}: lift over its average member {_delta(lift.average)}")
     lifted = {id(c) for lift in summary.lifts for c in (lift.best, lift.average)}
     rest = [c for c in summary.secondary if id(c) not in lifted]
-    if summary.secondary:
-        lines.append(f"secondary comparisons (Holm-corrected over {len(summary.secondary)}, the lifts included):")
+    if rest:
+        count = len(summary.secondary)
+        lines.append(f"the other comparisons (Holm-corrected over {count}, with the lifts above):")
     for comparison in rest:
         lines.append(f"  {comparison.verdict()} — {_delta(comparison)}")
     return lines

@@ -127,7 +127,8 @@ def plan_pairs(
             pairs.append(Pair(preset, present[0], "primary"))
             continue
         best = _best(present, scores, choose)
-        note = f"the best of {len(present)} single models, chosen on the other half of the tasks"
+        what = "members as references" if all(kinds.get(c) == "member" for c in present) else "single models"
+        note = f"the best of {len(present)} {what}, chosen on the other half of the tasks"
         pairs.append(Pair(preset, best, "primary", held_out, note))
     whole = {(p.first, p.second) for p in pairs if p.only is None}
     tops = [n for n in names if kinds[n] != "member"]
@@ -142,9 +143,11 @@ def plan_pairs(
             continue
         best = _best(present, scores, choose)
         note = "its best member as a reference, chosen on the other half of the tasks"
-        lift = Pair(preset, best, "secondary", held_out, note)
+        # The same comparison as the primary one (a preset with no single model run alone) is made once.
+        same = [p for p in pairs if (p.first, p.second, p.only) == (preset, best, held_out)]
+        lift = same[0] if same else Pair(preset, best, "secondary", held_out, note)
         average = Pair(preset, average_name(preset), "secondary")
-        pairs += [lift, average]
+        pairs += [average] if same else [lift, average]
         lifts[preset] = (lift, average)
     return pairs, lifts
 
