@@ -17,6 +17,8 @@ h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 2em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 6px; vertical-align: top; }
 th { background: #f3f3f3; text-align: left; }
 .matrix td { text-align: center; } .matrix td a { text-decoration: none; color: inherit; display: block; }
+.matrix th { font-size: 0.8em; min-width: 3.5em; max-width: 10em; overflow-wrap: anywhere; }
+.matrix tr > th:first-child { white-space: nowrap; }
 .right { background: #dff3e0; } .wrong { background: #fbe0e0; } .unreadable { background: #fff1c9; }
 .failed { background: #e6e6e6; } .unscored { background: #f7f7f7; }
 .replies { display: flex; gap: 8px; overflow-x: auto; align-items: flex-start; }
