@@ -120,6 +120,10 @@ def test_repeat_runs_every_system_again_and_reports_the_spread(
     run = EvalRunStore().run("last")
     jobs = {job for _, job in EvalRunStore().results(run.id, "answer")}
     assert jobs == {"two", "two solo", "two [repeat 2]", "two solo [repeat 2]", "two [repeat 3]", "two solo [repeat 3]"}
+    asked = len(wired.requests)
+    assert main(["eval", "--resume", "last"]) == 0  # a whole run: nothing to do again, the report written again
+    assert "moa-chat: resumed: 24 of 24 answers kept, 0 to run" in capsys.readouterr().err
+    assert len(wired.requests) == asked
 
 
 def test_multiple_choice_options_are_shuffled_by_the_recorded_seed(

@@ -251,7 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         for preset, against_ in spec["primary"].items():
             print(inert(f"moa-chat: primary comparison: {preset} vs {' or '.join(against_)}"), file=sys.stderr)
         if args.resume:
-            print(_resumed(runner, len(tasks) * len(systems)), file=sys.stderr)
+            print(_resumed(runner), file=sys.stderr)
     started = clock.monotonic()
     bar.start()
     interrupted = _run_interruptibly(runner)
@@ -314,9 +314,17 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _resumed(runner: EvalRunner, total: int) -> str:
+def _resumed(runner: EvalRunner) -> str:
     """What a resumed run kept and what is left: "moa-chat: resumed: 37 of 64 answers kept, 27 to run"."""
-    kept = sum(1 for task in runner.tasks for system in runner.systems if (task.id, system.name) in runner.answers)
+    from ..eval.systems import job_name
+
+    asked = [
+        (task.id, job_name(system.name, repeat))
+        for repeat in range(1, runner.repeats + 1)
+        for task in runner.tasks
+        for system in runner.systems
+    ]
+    total, kept = len(asked), sum(key in runner.answers for key in asked)
     line = f"moa-chat: resumed: {kept} of {total} answers kept, {total - kept} to run"
     if runner.verdicts:
         line += f"; {len(runner.verdicts)} judge verdicts kept"
