@@ -14,10 +14,14 @@ from typing import Any
 
 from .config import Config, Preset, load_config
 from .engine import CancelToken, MoAEngine, Observer, ReferenceFinished, TurnEnv, TurnPlan
+from .engine.budget import ContextBudget
 from .engine.guidance import LastGuidance
 from .engine.privacy import model_filter
 from .llm import ChatRequest, Timeout, call_llm, warm_up
+from .llm.facts import PROCESS_FACTS
 from .llm.messages import Message, StreamOptions, ToolSpec
+from .llm.tokens import TokenCounter
+from .llm.windows import WindowFinder
 from .providers import choose_start
 
 
@@ -36,6 +40,8 @@ class MoAChatCompletions:
         self.preset: Preset = choose_start(self.config, preset_name).preset
         self.observer = observer
         self._guidance = LastGuidance()  # the answers of the user turn the calls belong to, across calls
+        self._windows = WindowFinder(self.config, PROCESS_FACTS)  # each request fitted to its model's window
+        self._counter = TokenCounter(PROCESS_FACTS)
         self._last: MoAEngine | None = None
 
     def create(
@@ -64,6 +70,7 @@ class MoAChatCompletions:
             observer=observer or self.observer,
             # The engine the chat runs, with the config's privacy filter on what leaves the machine.
             message_filter=model_filter(self.config),
+            budget=ContextBudget(self._windows, self._counter, self.preset),
         )
         engine = self._last = MoAEngine(env, TurnPlan(self.preset), self._guidance)
         return engine.open_aggregator(messages, tools, stream=stream, timeout=timeout, stream_options=stream_options)

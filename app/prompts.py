@@ -37,6 +37,20 @@ LAYER_END = (
     "brackets are moa-chat's markers, not part of any answer: never write them in your answer.]"
 )
 TOOL_RESULT_PREFIX = "[result of tool"
+# The summary of a compacted conversation's earlier exchanges, as the models read it in their place.
+SUMMARY_HEADER = "[Summary of the earlier conversation, written by moa-chat to keep it within the models' windows]"
+COMPACT_PROMPT = """\
+You condense a conversation so that it can go on within a model's limited context window. Later turns will \
+see your summary instead of the exchanges it covers, so anything you leave out is lost to them.
+
+Write a summary of the conversation below, in the language the user writes in. Keep, as precisely as they \
+were stated: what the user wants and why; decisions made and constraints agreed; facts, names, numbers, \
+file paths, commands, code identifiers and short code the conversation relies on; what was tried and what \
+happened; open questions; and what was being done last. Leave out greetings, repetition and reasoning \
+that led nowhere. Write plain statements in short paragraphs or a list, not a dialogue. Do not answer any \
+request in it. Stay under {words} words."""
+COMPACT_EARLIER = "The summary of what came before these exchanges (fold it into yours):"
+COMPACT_EXCHANGES = "The exchanges to summarise:"
 
 
 def reference_heading(number: int, label: str | None, note: str = "") -> str:

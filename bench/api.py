@@ -17,7 +17,16 @@ whole run. Three figures, each beside its baseline in the same run:
 With `--idle`, the RSS is read once more after the API has had no work for longer than the engine keeps an
 idle thread (`engine/threads.py`), to tell memory held per kept thread from memory held per request served.
 
+Two memory figures run on an API process of their own each (`--memory`), side by side with another copy of
+the package (`--tree NAME=PATH`, a folder holding `moa_chat/`), on the same fake provider:
+
+- greedy clients: `--greedy` (4) clients each ask for a 16 MB reply on a raw socket that never reads; the API's
+  RSS before, once every upstream stream has ended (read to its end, or closed when the turn was cut off), and
+  after the clients hang up;
+- repeated load: `--runs` (5) runs of `--run-size` (300) streaming requests at once; the RSS after each run.
+
     python bench/api.py [--rounds 7] [--waves 10] [--concurrency 50] [--idle] [--quick]
+    python bench/api.py --memory [--greedy 4] [--runs 5] [--run-size 300] [--tree before=PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from typing import Any
 from harness import REPLY, config_text, scratch_home
 
 ADVICE = "Measure the slow path first, then cache what repeats and keep the common case cheap."
+GREEDY_PIECE, GREEDY_PIECES = "0123456789abcdef" * 256, 4096  # a 16 MB reply in 4 KB deltas
 TAG = re.compile(r"\[api ([\w-]+)\]")
 TOKEN = "moa-bench-token"
 
@@ -65,12 +75,17 @@ def serve() -> None:
 
     def timed_stream(handler: Any, body: dict[str, Any], reply: Reply, record: Any) -> None:
         first = time.monotonic()
-        stream(handler, body, reply, record)
-        tag = tag_of(body)
-        if tag is not None and body.get("model") == "agg":
-            line = {"tag": tag, "first": first, "end": time.monotonic(), "disconnected": record.disconnected}
-            with lock:
-                print(json.dumps(line), flush=True)
+        try:
+            stream(handler, body, reply, record)
+        except OSError:  # the API closed the stream mid-write: a reply cut off
+            record.disconnected = True
+            raise
+        finally:
+            tag = tag_of(body)
+            if tag is not None and body.get("model") == "agg":
+                line = {"tag": tag, "first": first, "end": time.monotonic(), "disconnected": record.disconnected}
+                with lock:
+                    print(json.dumps(line), flush=True)
 
     def quick_wait(handler: Any, seconds: float, record: Any, resume: threading.Event | None = None) -> bool:
         deadline = time.monotonic() + seconds
@@ -94,6 +109,8 @@ def serve() -> None:
         tag = tag_of(body) or ""
         if body.get("model") != "agg":
             return Reply(text=ADVICE, delay=0.05)
+        if tag.startswith("greedy"):
+            return Reply(text=GREEDY_PIECE * GREEDY_PIECES, pieces=[GREEDY_PIECE] * GREEDY_PIECES)
         if tag.startswith("cancel"):
             return Reply(text=REPLY, pause_after=3, pause=60)
         return Reply(text=REPLY, delay=0.05, piece_delay=0.002)
@@ -139,11 +156,11 @@ class FakeServer:
 
 
 class Api:
-    def __init__(self, env: dict[str, str], concurrency: int) -> None:
+    def __init__(self, env: dict[str, str], concurrency: int, tree: str | None = None) -> None:
+        environment = {**env, "MOA_CHAT_API_KEY": TOKEN, **({"PYTHONPATH": tree} if tree else {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moa_chat", "api", "--port", "0", "--max-turns", str(concurrency + 8)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**env, "MOA_CHAT_API_KEY": TOKEN},
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
         )  # fmt: skip
         assert self.process.stdout is not None
         for line in self.process.stdout:
@@ -160,6 +177,18 @@ class Api:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def send_stream(self, tag: str) -> socket.socket:
+        """A streamed request on a raw socket with a small receive buffer, of which nothing is read."""
+        body = json.dumps({"model": "bench", "stream": True, "messages": [{"role": "user", "content": question(tag)}]})
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((self.host, self.port))
+        sock.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+        )
+        return sock
 
     def open_stream(self, tag: str) -> tuple[socket.socket, float]:
         """A streamed request on a raw socket; returns it once the reply's first text arrived, and when."""
@@ -279,6 +308,63 @@ def load(api: Api, concurrency: int, waves: int, idle: bool = False) -> dict[str
     return {"alone": alone, "waves": seconds, "bad": bad, "before": before, "rss": rss, "idle": idle_rss}
 
 
+def greedy(api: Api, fake: FakeServer, label: str, clients: int) -> dict[str, float]:
+    """RSS before `clients` that never read, once every upstream stream has ended, and after they hang up."""
+    asyncio.run(wave(api.base_url, 1, f"{label}-warm"))
+    before = api.rss_mb()
+    tags = [f"greedy-{label}-{n}" for n in range(clients)]
+    sockets = [api.send_stream(tag) for tag in tags]
+    entries = [fake.entry(tag, timeout=300) for tag in tags]
+    held = api.rss_mb()
+    for sock in sockets:
+        sock.close()
+    time.sleep(3)  # the hang-ups reach the server, its handlers end
+    return {
+        "before": before,
+        "held": held,
+        "after": api.rss_mb(),
+        "cut": sum(1 for entry in entries if entry["disconnected"]),
+    }
+
+
+def repeated(api: Api, label: str, runs: int, size: int) -> tuple[float, list[float], int]:
+    """RSS before, and after each of `runs` runs of `size` streaming requests at once; replies not whole."""
+    asyncio.run(wave(api.base_url, 1, f"{label}-warm"))
+    before, after, bad = api.rss_mb(), [], 0
+    for n in range(runs):
+        bad += asyncio.run(wave(api.base_url, size, f"{label}-run{n}"))[1]
+        after.append(api.rss_mb())
+    return before, after, bad
+
+
+def memory(args: argparse.Namespace, env: dict[str, str], fake: FakeServer) -> None:
+    trees = {"this tree": None, **{name: path for name, _, path in (t.partition("=") for t in args.tree)}}
+    greedy_rows, load_rows = {}, {}
+    for name, path in trees.items():
+        if args.greedy:
+            api = Api(env, args.greedy, path)
+            try:
+                greedy_rows[name] = greedy(api, fake, name.replace(" ", "_"), args.greedy)
+            finally:
+                api.stop()
+        api = Api(env, args.run_size, path)
+        try:
+            load_rows[name] = repeated(api, name.replace(" ", "_"), args.runs, args.run_size)
+        finally:
+            api.stop()
+    if greedy_rows:
+        print(f"{args.greedy} clients that never read a 16 MB reply (API RSS, MB):")
+    for name, row in greedy_rows.items():
+        print(
+            f"  {name:10} {row['before']:6.1f} before, {row['held']:6.1f} once the upstream streams ended "
+            f"({row['cut']:.0f} of {args.greedy} cut off), {row['after']:6.1f} after the clients left"
+        )
+    print(f"{args.runs} runs of {args.run_size} streaming requests at once (API RSS, MB):")
+    for name, (before, after, bad) in load_rows.items():
+        steps = ", ".join(f"{value:.0f}" for value in after)
+        print(f"  {name:10} {before:6.1f} before; after each run: {steps}; replies not whole: {bad}")
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -290,6 +376,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--idle", action="store_true", help="read the RSS again once the kept threads have left")
     parser.add_argument("--quick", action="store_true", help="2 rounds, 2 waves: a smoke run")
+    parser.add_argument("--memory", action="store_true", help="the memory figures: greedy clients, repeated load")
+    parser.add_argument("--greedy", type=int, default=4, help="clients that never read (--memory)")
+    parser.add_argument("--runs", type=int, default=5, help="runs of repeated load (--memory)")
+    parser.add_argument("--run-size", type=int, default=300, help="requests at once in a run (--memory)")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH", help="another moa_chat to run")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -301,6 +392,12 @@ def main() -> None:
     env = {**os.environ, "MOA_CHAT_HOME": home}
     fake = FakeServer(env)
     Path(home, "config.yaml").write_text(config_text(fake.base_url))
+    if args.memory:
+        try:
+            memory(args, env, fake)
+        finally:
+            fake.stop()
+        return
     api = Api(env, args.concurrency)
     try:
         first = first_byte(api, fake, env, args.rounds)

@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any
 
-from harness import REPLY, SessionProcess, as_run_app, scratch_home, write_config
+from harness import REPLY, SessionProcess, as_run_app, scratch_home, time_turn_results, write_config
 
 ADVICE = "Measure the slow path first, then cache what repeats and keep the common case cheap; check it twice."
 AGGREGATOR_FIRST_BYTE = 0.1  # seconds before the aggregator's first byte
@@ -182,13 +182,10 @@ async def _tui_session(base_url: str, turns: int, references: int, profile: str 
                     watch["at"] = time.monotonic()
             super()._display(screen, renderable)
 
-    turn_done = ChatScreen.on_turn_done
-
-    async def timed_turn_done(self: ChatScreen, message: Any) -> None:
+    def result_arrived() -> None:
         watch["done_at"] = time.monotonic()  # the turn's result reaches the UI thread
-        await turn_done(self, message)
 
-    ChatScreen.on_turn_done = timed_turn_done  # type: ignore[method-assign]
+    time_turn_results(ChatScreen, result_arrived)
 
     config = load_config(path)
     # As run_app makes it (freeze_heap: the process is the app's alone), and its frames timed.

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,19 @@ def as_run_app(app_class: type) -> dict[str, Any]:
     """The options run_app starts the app with that a test leaves off (freeze_heap: the process is the app's
     alone), where this copy of the package has them (a --tree copy from before may not)."""
     return {"freeze_heap": True} if "freeze_heap" in inspect.signature(app_class).parameters else {}
+
+
+def time_turn_results(screen_class: Any, record: Callable[[], None]) -> None:
+    """Call `record` each time a turn's result reaches the chat's UI thread, before the chat handles it: on the
+    handler this copy of the package has (`on_turn_finished`; `on_turn_done` in a --tree copy from before it)."""
+    name = "on_turn_finished" if hasattr(screen_class, "on_turn_finished") else "on_turn_done"
+    handler = getattr(screen_class, name)
+
+    async def timed(self: Any, message: Any) -> None:
+        record()
+        await handler(self, message)
+
+    setattr(screen_class, name, timed)
 
 
 def config_text(base_url: str, references: int | None = None) -> str:

@@ -33,7 +33,7 @@ import threading
 import time
 from typing import Any
 
-from harness import REPLY, SessionProcess, as_run_app, write_config
+from harness import REPLY, SessionProcess, as_run_app, time_turn_results, write_config
 
 
 def serve() -> None:
@@ -82,13 +82,10 @@ async def session(base_url: str, turns: int, profile: str | None) -> None:
                         watch[at] = now
             super()._display(screen, renderable)
 
-    turn_done = ChatScreen.on_turn_done
-
-    async def timed_turn_done(self: ChatScreen, message: Any) -> None:
+    def result_arrived() -> None:
         watch["done_at"] = time.monotonic()  # the turn's result reaches the UI: what follows is the UI's work
-        await turn_done(self, message)
 
-    ChatScreen.on_turn_done = timed_turn_done  # type: ignore[method-assign]
+    time_turn_results(ChatScreen, result_arrived)
 
     config = load_config(path)
     app = FrameTimedApp(

@@ -5,8 +5,10 @@ import os
 # Before Textual is imported anywhere: no animations, so spinners and scrolling are deterministic.
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
+import subprocess
+import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,21 @@ moa:
 """
 
 
+def run_moa(
+    *args: str, cwd: Path | None = None, before: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`moa-chat ARGS` as a process of its own (in `cwd`; `before` runs in the child before it starts)."""
+    return subprocess.run(
+        [sys.executable, "-m", "moa_chat", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+        cwd=cwd,
+        preexec_fn=before,
+    )
+
+
 def write_config(home: Path, text: str) -> Path:
     path = home / "config.yaml"
     path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
@@ -130,6 +147,17 @@ def wire_config(home: Path, llm_server: ScriptedServer):
         return load_config(path)
 
     return make
+
+
+@pytest.fixture
+def api(home: Path, llm_server: ScriptedServer):
+    """`moa-chat api` as a real process on a free port, its `wire` presets on the scripted server."""
+    from api_helpers import configure, start_api
+
+    configure(home, llm_server)
+    server = start_api(home)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

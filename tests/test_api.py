@@ -8,22 +8,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import openai
 import pytest
-from api_helpers import QUESTION, TOKEN, ApiProcess, client, configure, start_api
+from api_helpers import QUESTION, TOKEN, client, configure, start_api
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
-from scripted_server import ScriptedServer
-
-
-@pytest.fixture
-def api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
-    configure(home, llm_server)
-    server = start_api(home)
-    yield server
-    server.stop()
 
 
 def test_start_up_names_models_key_and_presets_left_out(api):

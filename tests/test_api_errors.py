@@ -22,14 +22,6 @@ from scripted_server import ScriptedServer
 WAIT = 30.0
 
 
-@pytest.fixture
-def api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
-    configure(home, llm_server)
-    server = start_api(home)
-    yield server
-    server.stop()
-
-
 def post(api: ApiProcess, body: bytes, headers: dict[str, str], method: str = "POST") -> tuple[int, dict, dict]:
     request = urllib.request.Request(f"{api.base_url}/chat/completions", data=body, headers=headers, method=method)
     try:
@@ -266,7 +258,9 @@ def test_over_the_cap_on_turns_in_flight_is_429_with_retry_after(home, llm_serve
         api.stop()
 
 
-def test_sigterm_ends_streams_in_flight_with_an_error_event_and_stops(api, llm_server):
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_ends_streams_in_flight_with_an_error_event_and_stops(api, llm_server, number):
+    """SIGTERM, SIGHUP (the terminal closed) and Ctrl+C stop the server alike, and it exits as `ask` does."""
     llm_server.script("agg", Reply(text="one two three", pause_after=1, pause=120))
     stream = client(api).chat.completions.create(model="wire", messages=QUESTION, stream=True)
     chunks = iter(stream)
@@ -275,13 +269,14 @@ def test_sigterm_ends_streams_in_flight_with_an_error_event_and_stops(api, llm_s
             break
     upstream = llm_server.wait_for_request("agg")
     assert upstream.stalled.wait(WAIT)
-    api.proc.send_signal(signal.SIGTERM)
+    api.proc.send_signal(number)
     with pytest.raises(openai.APIError) as caught:
         for chunk in chunks:
             assert not (chunk.choices and chunk.choices[0].finish_reason)
     assert "the server is stopping" in str(caught.value)
-    assert api.proc.wait(WAIT) == 0
+    assert api.proc.wait(WAIT) == (130 if number == signal.SIGINT else 128 + number)
     assert upstream.finished.wait(WAIT) and upstream.disconnected
+    api.log_line(f"moa-chat api: stopping ({signal.Signals(number).name})")
     api.log_line("moa-chat api: stopped")
 
 

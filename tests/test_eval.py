@@ -304,9 +304,9 @@ def test_progress_bar_line_and_quiet_off_a_terminal() -> None:
     from moa_chat.eval.progress import ProgressBar, bar_line
     from moa_chat.eval.runner import Snapshot
 
-    snapshot = Snapshot(total=40, done=10, failed=1, requeued=2, cost=0.0123, started=100.0)
+    snapshot = Snapshot(total=40, done=10, failed=1, rate_limited=2, cost=0.0123, started=100.0)
     line = bar_line(snapshot, now=110.0)
-    assert line == "answers [######------------------] 10/40 · 1 failed · 2 requeued (429) · 1.0/s · ETA 30s · $0.012"
+    assert line == "answers [######------------------] 10/40 · 1 failed · 2 × 429 · 1.0/s · ETA 30s · $0.012"
     err = io.StringIO()
     ProgressBar(err, enabled=False)(snapshot)
     assert err.getvalue() == ""

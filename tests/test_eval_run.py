@@ -222,10 +222,13 @@ def test_a_provider_cap_holds_however_many_workers(
     assert _overlap(turns) <= 2
 
 
-def test_a_429_slows_the_provider_and_requeues_instead_of_failing(
-    wire_config: Any, llm_server: ScriptedServer, tmp_path: Path
+def test_a_429_slows_the_provider_and_the_turn_asks_again_as_any_turn_does(
+    home: Path, llm_server: ScriptedServer, tmp_path: Path
 ) -> None:
-    config = wire_config()
+    write_config(
+        home, WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace("max_retries: 0", "max_retries: 3")
+    )
+    config = load_config()
     _answers(llm_server, wrong=set())
     busy = Reply(status=429, error="slow down", headers={"Retry-After": "0"})
     llm_server.script("busy", [busy, busy, busy, Reply(text="Answer: 1")])
@@ -239,10 +242,9 @@ def test_a_429_slows_the_provider_and_requeues_instead_of_failing(
     )
     runner.run()
     assert len(runner.answers) == 6
-    assert all(r["status"] == "ok" for r in runner.answers.values())
-    assert runner.snapshot.requeued == 3
+    assert all(r["status"] == "ok" for r in runner.answers.values())  # the first turn's fourth request answered
     assert runner.limiter.rate_limits == {"wire": 3}
-    assert runner.limiter.cap("wire") == 1  # 4 → 2 → 1 → 1; six calm turns are not yet enough to grow
+    assert runner.limiter.cap("wire") == 1  # 4 → 2 → 1 → 1; five calm turns are not yet enough to grow
     assert len(llm_server.requests_for("busy")) == 6 + 3
 
 

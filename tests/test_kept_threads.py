@@ -80,6 +80,20 @@ def test_a_thread_with_nothing_to_do_leaves() -> None:
     assert _run(kept) is not thread  # and the next piece of work starts a new one
 
 
+def test_a_thread_that_finds_enough_others_waiting_leaves_at_once() -> None:
+    """A burst's threads end with it: at most `most_idle` stay waiting for more."""
+    kept = KeptThreads(most_idle=2)
+    release = threading.Event()
+    started: list[threading.Thread] = []
+    for _ in range(5):
+        kept.start(lambda: (started.append(threading.current_thread()), release.wait(10)), "moa-burst")
+    _until(lambda: len(started) == 5, "the five pieces of work to start")
+    assert kept.alive == 5
+    release.set()
+    _until(lambda: (kept.waiting, kept.alive) == (2, 2), "two threads to wait and three to leave")
+    _until(lambda: sum(thread.is_alive() for thread in started) == 2, "three threads to end")
+
+
 def test_work_that_raises_is_reported_and_the_thread_carries_on(monkeypatch: pytest.MonkeyPatch) -> None:
     reported: list[threading.ExceptHookArgs] = []
     monkeypatch.setattr(threading, "excepthook", reported.append)

@@ -143,3 +143,63 @@ def test_the_local_servers_overflow_is_a_context_overflow_naming_its_window(loca
     stream = call_llm_request(dataclasses.replace(request, stream=True))
     assert list(stream) == []
     assert WindowFinder(load_config_text("")).known(Slot("local", LOCAL_MODEL)).tokens == N_CTX
+
+
+# --------------------------------------------------------------------------- a long conversation, compacted
+
+TINY_WINDOW = 512  # a few exchanges fill it: two compactions in about ten turns of a 135M model on the CPU
+TINY = """
+moa:
+  default_preset: tiny
+  presets:
+    tiny:
+      tools: []
+      max_workers: 1
+      reference_models:
+        - {provider: local, model: smollm2, max_tokens: 32}
+      aggregator: {provider: local, model: smollm2, max_tokens: 40}
+"""
+
+
+def test_a_long_conversation_on_the_real_local_model_compacts_twice_and_every_turn_is_whole(home, monkeypatch):
+    """The local model run with a small window (MOA_CHAT_LOCAL_N_CTX): a session long enough to be compacted
+    twice, every turn whole; every request fits the window the server enforces (it resets a streamed request
+    past it); a reopened session sends the same summary."""
+    from moa_chat.engine.events import CompactionEnded
+    from moa_chat.llm import call_llm_request
+    from moa_chat.prompts import SUMMARY_HEADER
+    from moa_chat.providers import lifecycle
+    from moa_chat.session import ChatSession
+    from moa_chat.store import SessionStore
+
+    monkeypatch.setenv(N_CTX_ENV, str(TINY_WINDOW))
+    lifecycle.stop_all()  # a local server started earlier in this process runs with another window
+    config = load_config_text(TINY)
+    sent: list[ChatRequest] = []
+
+    def recorded(request: ChatRequest) -> object:
+        sent.append(request)
+        return call_llm_request(request)
+
+    store = SessionStore()
+    session = ChatSession(config, config.preset("tiny"), store=store, call=recorded)
+    events: list[object] = []
+    turns = 0
+    try:
+        while sum(isinstance(e, CompactionEnded) and e.error is None for e in events) < 2:
+            turns += 1
+            assert turns <= 30, "no second compaction in 30 exchanges"
+            result = session.send(f"Tell me one short fact about the number {turns}.", observer=events.append)
+            assert result.status == "ok", f"exchange {turns}: {result.error}"
+        failed = [e for e in events if isinstance(e, CompactionEnded) and e.error is not None]
+        assert not failed, failed
+        summary = session.context.summary
+        assert summary is not None and summary.exchanges >= 4
+        reopened = ChatSession(config, config.preset("tiny"), store=SessionStore(), call=recorded)
+        reopened.open(session.id)
+        assert reopened.context.summary == summary
+        assert reopened.send("And one fact about zero?").status == "ok"
+        last = [r for r in sent if r.task == "moa_aggregator"][-1]
+        assert [m for m in last.messages if str(m.get("content", "")).startswith(SUMMARY_HEADER)] == [summary.message()]
+    finally:
+        lifecycle.stop_all()

@@ -96,9 +96,10 @@ def test_ask_solo_does_not_count_an_empty_panel(home, capsys):
     assert "writing (solo)" in err and "0/0" not in err
 
 
-def test_the_demo_summarises_an_attached_file_instead_of_acting_on_its_words(home, tmp_path, capsys):
+def test_the_demo_summarises_an_attached_file_instead_of_acting_on_its_words(home, tmp_path, capsys, monkeypatch):
     """`Summarise @README.md` attaches a README that itself says "write … file": the demo reads the attached
     text and calls no tool, where it used to answer by asking to write a note."""
+    monkeypatch.chdir(tmp_path)
     readme = tmp_path / "README.md"
     readme.write_text("# Tiny project\n\n## Install\n\nWrite the config file first.\n\n## Use\n\nRun it.\n")
     code = main(["ask", "--preset", "demo", "--yes", "-a", str(readme), "Summarise this"])

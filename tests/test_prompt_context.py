@@ -69,7 +69,7 @@ def test_ask_system_sends_it(home, llm_server, capsys):
 
 def test_an_attached_file_is_sent_between_markers_and_read_back_as_a_chip(tmp_path):
     (tmp_path / "notes.txt").write_text("line one\nline two\n")
-    content = attach("summarise this", [read_attachment(tmp_path / "notes.txt")])
+    content = attach("summarise this", [read_attachment(tmp_path / "notes.txt", base=tmp_path)])
     assert content.startswith("summarise this\n\n<attached-file path=")
     assert "line one\nline two\n" in content
     typed, chips = split_attachments(content)
@@ -79,7 +79,7 @@ def test_an_attached_file_is_sent_between_markers_and_read_back_as_a_chip(tmp_pa
 
 def test_a_large_file_is_cut_and_says_so(tmp_path):
     (tmp_path / "big.log").write_text("x" * (MAX_FILE_CHARACTERS + 10))
-    attachment = read_attachment(tmp_path / "big.log")
+    attachment = read_attachment(tmp_path / "big.log", base=tmp_path)
     assert attachment.cut and len(attachment.text) == MAX_FILE_CHARACTERS
     assert f'cut="{MAX_FILE_CHARACTERS}"' in attach("p", [attachment])
     assert split_attachments(attach("p", [attachment]))[1][0].cut
@@ -98,7 +98,7 @@ def test_a_file_that_cannot_be_attached_says_why(tmp_path, make, message):
     target = tmp_path / "thing"
     make(target)
     with pytest.raises(AttachmentError, match=message):
-        read_attachment(target)
+        read_attachment(target, base=tmp_path)
 
 
 def test_mentions_name_existing_files_only(tmp_path):
@@ -109,9 +109,10 @@ def test_mentions_name_existing_files_only(tmp_path):
     assert mentioned_files(prompt, tmp_path) == ["a.py", "docs/b.md"]
 
 
-def test_ask_attach_sends_the_files_and_a_bad_one_exits_2(home, llm_server, tmp_path, capsys):
+def test_ask_attach_sends_the_files_and_a_bad_one_exits_2(home, llm_server, tmp_path, capsys, monkeypatch):
     from moa_chat.cli import main
 
+    monkeypatch.chdir(tmp_path)
     config_with(home, llm_server)
     (tmp_path / "spec.md").write_text("# Spec\nThe frobnicator frobs.\n")
     assert main(["ask", "--no-save", "-a", str(tmp_path / "spec.md"), "what does it do?"]) == 0

@@ -1,11 +1,11 @@
-"""Containers whose lines are all alike draw one and repeat it (tui/widgets/rows.py): the screen must look
+"""Containers whose lines are all alike draw one and repeat it (tui/drawing/rows.py): the screen must look
 exactly as when each line is drawn."""
 
 from __future__ import annotations
 
 import pytest
 from moa_chat.tui.app import stylesheet_paths
-from moa_chat.tui.widgets import rows
+from moa_chat.tui.drawing import rows
 from moa_chat.tui.widgets.chat_log import ChatLog
 from moa_chat.tui.widgets.markdown import ReplyMarkdown
 from moa_chat.tui.widgets.reply import AssistantReply

@@ -5,11 +5,11 @@ grow with its length beyond its text."""
 from __future__ import annotations
 
 import pytest
-from moa_chat.tui.widgets import reply_document
+from moa_chat.tui.drawing import reply_document
+from moa_chat.tui.drawing.markdown_blocks import Look
+from moa_chat.tui.drawing.reply_document import Document
 from moa_chat.tui.widgets.chat_log import ChatLog
-from moa_chat.tui.widgets.markdown_blocks import Look
 from moa_chat.tui.widgets.reply import AssistantReply
-from moa_chat.tui.widgets.reply_document import Document
 from test_reply_selection import long_reply
 from test_stream_render import LogApp, reply_markdown
 from textual.geometry import Offset

@@ -3,9 +3,9 @@ and once settled the reply shows exactly what a reply drawn at that width from t
 
 from __future__ import annotations
 
+from moa_chat.tui.drawing.markdown_blocks import Look
+from moa_chat.tui.drawing.reply_document import Document
 from moa_chat.tui.widgets.chat_log import ChatLog
-from moa_chat.tui.widgets.markdown_blocks import Look
-from moa_chat.tui.widgets.reply_document import Document
 from test_stream_render import CORPUS, LogApp, render, reply_markdown, shown
 from textual.style import Style
 from tui_helpers import wait_until

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 
-import pytest
 from moa_chat.providers.loopback_server import Reply
 from moa_chat.store import SessionStore
 from test_cli import run
@@ -249,13 +248,14 @@ def test_a_turn_that_cannot_be_saved_does_not_cut_the_stored_conversation(home, 
     assert prompts == ["first", "second", "third"]  # before: a new root, the history cut off
 
 
-@pytest.mark.parametrize("first_done", ["A", "B"])
-def test_two_ask_c_at_once_keep_both_exchanges_whole_and_in_order(home, wire_config, llm_server, first_done):
-    """Two `ask -c` on one session, both waiting on the aggregator at once: the stored conversation has each
-    exchange whole (no prompt left without its answer, no prompt answering another), in order."""
+def test_a_second_ask_c_waits_for_the_first_and_answers_with_its_exchange_in_context(home, wire_config, llm_server):
+    """Two `ask -c` on one session at once: the second says on stderr that it waits for the first (a lock on the
+    session), then answers with the first's exchange in its context; both exchanges stored whole, in order.
+    Before, both were answered at once, the second without having seen the first."""
     wire_config()
     asked = {"A": threading.Event(), "B": threading.Event()}
-    release = {"A": threading.Event(), "B": threading.Event()}
+    release = threading.Event()
+    seen_by_b: list[list[str]] = []
 
     def aggregator(body):
         prompts = [m["content"] for m in body["messages"] if m["content"] in ("prompt A", "prompt B")]
@@ -263,26 +263,40 @@ def test_two_ask_c_at_once_keep_both_exchanges_whole_and_in_order(home, wire_con
             return Reply(text="answer first")
         which = prompts[-1][-1]
         asked[which].set()
-        release[which].wait(60)  # held until the test lets this process finish
+        if which == "A":
+            release.wait(60)  # held until B has said that it waits
+        else:
+            seen_by_b.append([m["content"] for m in body["messages"]])
         return Reply(text=f"answer {which}")
 
     llm_server.script("agg", aggregator)
     assert run("ask", "first").returncode == 0
-    processes = {}
-    for which in ("A", "B"):  # B starts once A's prompt is stored and A waits on the aggregator
-        processes[which] = subprocess.Popen(
-            [sys.executable, "-m", "moa_chat", "ask", "-c", f"prompt {which}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ),
+
+    def ask_c(prompt: str) -> subprocess.Popen[str]:
+        command = [sys.executable, "-m", "moa_chat", "ask", "-c", prompt]
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
         )
-        assert asked[which].wait(60), f"ask -c 'prompt {which}' never reached the aggregator"
-    for which in (first_done, "B" if first_done == "A" else "A"):
-        release[which].set()
+
+    processes = {"A": ask_c("prompt A")}
+    assert asked["A"].wait(60), "ask -c 'prompt A' never reached the aggregator"
+    processes["B"] = ask_c("prompt B")
+    said = ""
+    assert processes["B"].stderr is not None
+    while "waiting for it to end" not in said:
+        line = processes["B"].stderr.readline()
+        assert line, f"ask -c 'prompt B' ended without waiting: {said}"
+        said += line
+    assert f"(process {processes['A'].pid})" in said and "up to 10 minutes" in said
+    assert not asked["B"].is_set()
+    release.set()
+    for which in ("A", "B"):
         out, err = processes[which].communicate(timeout=60)
         assert processes[which].returncode == 0, err
         assert out.strip() == f"answer {which}"
+    assert "this turn sees what it added" in err  # B's stderr: the first exchange joined its context
+    (context,) = seen_by_b
+    assert context.index("prompt A") < context.index("answer A") < context.index("prompt B")
     (session,) = json.loads(run("sessions", "--json").stdout)
     exported = json.loads(run("export", session["id"], "--format", "json").stdout)
     assert [(m["role"], m["content"]) for m in exported["messages"]] == [
@@ -294,6 +308,3 @@ def test_two_ask_c_at_once_keep_both_exchanges_whole_and_in_order(home, wire_con
         ("assistant", "answer B"),
     ]
     assert [t["status"] for t in exported["turns"]] == ["ok", "ok", "ok"]
-    markdown = run("export", session["id"]).stdout
-    assert markdown.index("prompt A") < markdown.index("answer A") < markdown.index("prompt B")
-    assert markdown.index("prompt B") < markdown.index("answer B")

@@ -8,9 +8,11 @@ import random
 
 import pytest
 from moa_chat.providers.loopback_server import Reply
+from moa_chat.session.reply_parts import ReplyEnding
+from moa_chat.tui import reply_pacer
 from moa_chat.tui.app import stylesheet_paths
 from moa_chat.tui.pacing import PromptlyPainted
-from moa_chat.tui.widgets import reply as reply_module
+from moa_chat.tui.turn_runner import TurnPhase
 from moa_chat.tui.widgets.chat_log import ChatLog, EarlierMessages, UserMessage
 from moa_chat.tui.widgets.markdown import ReplyMarkdown, learn_reply_styles
 from moa_chat.tui.widgets.prompt_input import PromptInput
@@ -153,7 +155,7 @@ async def render(
             for piece in pieces:
                 await reply.append_text(piece)
                 await asyncio.sleep(0)
-            await reply._close_segment()
+            await reply.finish(ReplyEnding("ok"))
         await pilot.pause()
         await pilot.pause()
         markdown = reply.query_one(ReplyMarkdown)
@@ -279,9 +281,10 @@ async def test_a_reply_finds_the_styles_learned_ahead_and_adds_none():
         for piece in split(CORPUS, 8):
             await reply.append_text(piece)
             await asyncio.sleep(0)
-        await reply._close_segment()
-        await pilot.pause()
-        assert reply.query(ReplyMarkdown)
+        shown_all = asyncio.Event()
+        reply.drain(shown_all.set)  # the text only: the footer is another widget, with styles of its own
+        await wait_until(pilot, shown_all.is_set)
+        assert reply.query_one(ReplyMarkdown).source == CORPUS
         assert dict(app.stylesheet.source) == learned
 
 
@@ -293,7 +296,7 @@ async def test_a_stretched_reply_is_drawn_again_at_the_new_width():
         for piece in split(CORPUS, 5):
             await reply.append_text(piece)
             await asyncio.sleep(0)
-        await reply._close_segment()
+        await reply.finish(ReplyEnding("ok"))
         await pilot.pause()
         wide = shown(reply.query_one(ReplyMarkdown))
         await pilot.resize_terminal(80, 200)
@@ -362,7 +365,7 @@ async def test_a_reply_whose_text_is_all_here_is_shown_batch_by_batch_and_then_t
         batches = [n for n, event in enumerate(events) if event == "batch"]
         for this, following in zip(batches, [*batches[1:], events.index("done")], strict=True):
             assert "frame" in events[this:following], f"no frame after the batch at {this}: {events}"
-        await reply._close_segment()
+        await reply.finish(ReplyEnding("ok"))
         await pilot.pause()
         await pilot.pause()
         streamed = shown(reply.query_one(ReplyMarkdown))
@@ -388,24 +391,23 @@ async def test_a_drained_turn_ends_in_one_frame_with_the_prompt_ready(wire_confi
     (a reply that was not drained shows its end first, and the busy style goes a frame later)."""
     # A screen that shows the smallest batch a frame: the text, all here at once, needs about a hundred frames,
     # so the turn's end arrives while most of it waits (a fast renderer's batches would otherwise catch up).
-    monkeypatch.setattr(reply_module, "BATCH_CHARACTERS", (400, 400))
+    monkeypatch.setattr(reply_pacer, "BATCH_CHARACTERS", (400, 400))
     text = CORPUS * 40
     llm_server.script("agg", lambda body: Reply(text=text))  # all at once: far more than the first batch
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 40)) as pilot:
-        frames: list[tuple[bool, bool]] = []  # (the turn is running, the prompt looks busy) at each frame
+        frames: list[tuple[TurnPhase, bool]] = []  # (the turn's phase, the prompt looks busy) at each frame
 
         def painted(renderable) -> None:
             if renderable is not None and not in_batch_update(app):
-                frames.append((app.chat.turn_running, app.query_one(PromptInput).has_class("-busy")))
+                frames.append((app.chat.runner.phase, app.query_one(PromptInput).has_class("-busy")))
 
         on_frame(app, painted)
-        drained = []
-        app.chat.watch(app.chat, "turn_running", lambda running: drained.append(app.chat._shown_before_end))
         await _turn(pilot, "question 1")
-        assert drained[-1], "the reply should have been drained"
-        ended = next(n for n, (running, _) in enumerate(frames) if n and frames[n - 1][0] and not running)
-        assert frames[ended] == (False, False), frames[ended - 2 : ended + 2]
+        idle = TurnPhase.IDLE
+        ended = next(n for n, (phase, _) in enumerate(frames) if n and frames[n - 1][0] is not idle and phase is idle)
+        assert frames[ended - 1][0] is TurnPhase.DRAINING, "the reply should have been drained"
+        assert frames[ended] == (idle, False), frames[ended - 2 : ended + 2]
 
 
 def _reply(body: dict) -> Reply:

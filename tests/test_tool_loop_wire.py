@@ -13,7 +13,7 @@ from moa_chat.engine.cancel import CancelToken
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.session import ToolCallEvent
 from moa_chat.tools import ToolRegistry, Workspace
-from moa_chat.tools.approval import Answering, ApprovalPolicy, ApprovalRequest, Verdict
+from moa_chat.tools.approval import Answering, ApprovalPolicy, ApprovalRequest, ApprovalVerdict
 from moa_chat.tools.builtin import builtin_tools
 
 ASK = [{"role": "user", "content": "What does README.md say?"}]
@@ -195,11 +195,13 @@ def test_with_no_one_to_ask_the_model_is_told_the_run_allows_it_not_that_a_user_
 def test_the_policy_says_who_denied(registry):
     request = ApprovalRequest("c", "write_file", {})
     never = CancelToken()
-    assert ApprovalPolicy().decide(request, never) == Verdict("deny", denied_by="no_one_to_ask")
-    assert ApprovalPolicy(Answering(lambda r: "deny")).decide(request, never) == Verdict("deny", denied_by="user")
+    assert ApprovalPolicy().decide(request, never) == ApprovalVerdict("deny", denied_by="no_one_to_ask")
+    assert ApprovalPolicy(Answering(lambda r: "deny")).decide(request, never) == ApprovalVerdict(
+        "deny", denied_by="user"
+    )
     allowed = ApprovalPolicy(Answering(lambda r: "allow_once")).decide(request, never)
     assert allowed.allowed and allowed.denied_by is None
-    assert ApprovalPolicy(allow_all=True).decide(request, never) == Verdict("allow_once")
+    assert ApprovalPolicy(allow_all=True).decide(request, never) == ApprovalVerdict("allow_once")
 
 
 def test_allow_for_the_session_asks_only_once(wire_config, llm_server, registry, workspace):

@@ -19,6 +19,7 @@ from moa_chat.tui.screens.side_by_side import SideBySide, fits_columns
 from moa_chat.tui.screens.trace import TraceScreen, calls_for_turn, load_turn_trace
 from moa_chat.tui.widgets.header import StatusHeader
 from moa_chat.tui.widgets.markdown import ReplyMarkdown
+from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.reply import PanelAnswer
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
 from textual.containers import VerticalScroll
@@ -67,6 +68,12 @@ def test_progress_events_carry_the_text_so_far(wire_config, llm_server):
     assert [e.text for e in progress] == [first, first + "b", first + "bc", first + "bcd"]
 
 
+def cost_shown(card: ReferenceCard) -> str | None:
+    """The cost a card shows at the end of its name's line (None: it shows none)."""
+    last = card.render().plain.splitlines()[0].split()[-1]
+    return last if last.startswith("$") else None
+
+
 def _progress(text: str, *, chunks: int, seconds: float, ttft: float | None) -> ReferenceProgress:
     return ReferenceProgress(0, "wire:ref-a", chunks, seconds, ttft, text=text)
 
@@ -108,7 +115,9 @@ async def test_a_running_card_shows_its_last_line_and_speed_then_its_answer(wire
         assert lines[1:] == ["  done 3.0s · 70 tok"]  # no speed and no preview once it is done
         assert card.text == "The whole answer." and seen[-1] == "The whole answer."
         assert card.size.height == height
-        narrow = card._content(14).plain.splitlines()  # no room beside the name: the cost joins the facts
+        card.styles.width = 14 + card.styles.gutter.width  # a sidebar with 14 columns for the card's text
+        await pilot.pause()
+        narrow = card.render().plain.splitlines()  # no room beside the name: the cost joins the facts
         assert "$" not in narrow[0] and any(line.strip() == "$0.012" for line in narrow[1:])
 
 
@@ -191,9 +200,9 @@ async def test_costs_on_the_cards_and_a_lower_bound_in_the_header(wire_config, l
         assert header.cost_text() is None  # nothing spent yet
         await run_turn(pilot, "hello")
         cards = app.query_one(ReferenceSidebar).cards()
-        assert [c._cost_text() for c in cards] == ["$0.0020", "$0.0080", None]  # ref-c has no price
+        assert [cost_shown(c) for c in cards] == ["$0.0020", "$0.0080", None]  # ref-c has no price
         aggregator = app.query_one(ReferenceSidebar).aggregator_card
-        assert aggregator._cost_text() == "$0.024"
+        assert cost_shown(aggregator) == "$0.024"
         # ref-c used tokens at no known price: the session's sum is a lower bound.
         assert header.cost_text() == "$0.034+"
         assert "$0.034+" in header.render().plain
@@ -208,7 +217,7 @@ async def test_free_and_unpriced_calls_show_no_cost(wire_config, llm_server):
         header = app.query_one(StatusHeader)
         assert header.cost is None and header.cost_text() is None
         assert "$" not in header.render().plain
-        assert all(c._cost_text() is None for c in app.query_one(ReferenceSidebar).cards())
+        assert all(cost_shown(c) is None for c in app.query_one(ReferenceSidebar).cards())
 
 
 def test_cost_display(snap_compare, wire_config, llm_server, frozen_clock):

@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from aiohttp import web
@@ -27,12 +27,17 @@ from ..engine import CancelToken, threads
 from ..engine.clock import monotonic
 from ..llm import CallLLM, call_llm_request
 from ..llm.errors import redact
-from ..text.inert import inert
-from .auth import authorized, origin_refusal
+from ..session.context import ContextKeeper
+from ..text import bounded_json
+from ..text.bounded_json import JsonLimitError
+from ..text.inert import inert, inert_json
+from .auth import ServedHosts, authorized, origin_refusal
 from .catalog import Catalog
 from .guidance_cache import GuidanceCache
+from .listener import Linger, LingeringResponse
+from .outbox import ROOM, Outbox
 from .saving import ConversationSaver, saving
-from .turn import Failure, Outcome, SinkKind, provider_secrets, run_turn
+from .turn import Failure, Outcome, provider_secrets, run_turn
 from .wire import ApiError, ChunkWriter, CompletionRequest, completion, parse_request, tool_call_parts
 
 MAX_BODY = 4 * 1024 * 1024  # bytes; a long coding conversation fits, a runaway client does not
@@ -40,6 +45,7 @@ MAX_TURNS = 16  # turns in flight at once, server-wide
 RETRY_AFTER = 1  # seconds a client over the cap is asked to wait
 STOP_GRACE = 5.0  # seconds the turns in flight get to end their streams when the server stops
 NOTE = web.RequestKey("moa_note", object)
+SEND_TIMEOUT = 30.0  # seconds a streamed reply waits for its client to read before the turn is cancelled
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -52,6 +58,8 @@ class Settings:
     progress: bool = False  # the panel's progress as reasoning_content, unless a request says otherwise
     saver: ConversationSaver | None = None  # --save: each conversation kept as a stored session
     read_tools: bool = False  # --read-tools: moa-chat's own tools that only read run on the server
+    hosts: ServedHosts | None = None  # the names a request's Host may give (None: any, for a test's server)
+    send_timeout: float = SEND_TIMEOUT
 
 
 @dataclass
@@ -67,10 +75,10 @@ class _Note:
 
 @dataclass(eq=False)
 class _Live:
-    """A turn in flight: the queue its thread reports to, and the token that cancels it."""
+    """A turn in flight: the outbox its thread reports to, and the token that cancels it."""
 
-    queue: asyncio.Queue[tuple[SinkKind, object]] = field(default_factory=asyncio.Queue)
-    cancel: CancelToken = field(default_factory=CancelToken)
+    outbox: Outbox
+    cancel: CancelToken
     ended: bool = False  # its thread reported the end: nothing left upstream to close
 
 
@@ -87,6 +95,7 @@ class ApiServer:
         self.config, self.catalog, self.settings, self.call = config, catalog, settings, call
         self.out = out or sys.stdout
         self.cache = GuidanceCache()
+        self.context = ContextKeeper(None)  # the models' windows; what is learned of them, for this process
         self.secrets = provider_secrets(config)
         self.turns: set[_Live] = set()
         self.stopping = False
@@ -116,9 +125,12 @@ class ApiServer:
             status, note.ended = "-", note.ended or "client left"
             raise
         finally:
-            self._log(request, note, status, monotonic() - started)
+            self._log(f"{request.method} {request.path}", note, status, monotonic() - started)
 
     async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        misdirected = self.settings.hosts.refusal(request.headers.get("Host")) if self.settings.hosts else None
+        if misdirected is not None:
+            return self.error(request, ApiError(403, misdirected, code="host_refused"))
         refusal = origin_refusal(request.headers.get("Origin"), self.settings.cors)
         if refusal is not None:
             return self.error(request, ApiError(403, refusal, code="origin_refused"))
@@ -153,11 +165,22 @@ class ApiServer:
             response.headers["Access-Control-Allow-Origin"] = origin
             response.headers["Vary"] = "Origin"
 
-    def _log(self, request: web.Request, note: _Note, status: int | str, seconds: float) -> None:
+    def refuse(self, request: web.BaseRequest, error: ApiError, linger: Linger) -> web.StreamResponse:
+        """The answer to a request that could not be read as HTTP (the listener's), logged as one line."""
+        self._log("- -", _Note(ended=error.code or error.kind), error.status, 0.0)
+        return LingeringResponse(
+            linger,
+            request.transport,
+            text=json.dumps(error.body()),
+            status=error.status,
+            content_type="application/json",
+        )
+
+    def _log(self, what: str, note: _Note, status: int | str, seconds: float) -> None:
         tokens = (
             f"{note.tokens:,}{'+' if note.tokens_partial else ''} tokens" if note.tokens is not None else "- tokens"
         )
-        parts = [time.strftime("%H:%M:%S"), request.method, request.path, note.preset, str(status), f"{seconds:.2f}s"]
+        parts = [time.strftime("%H:%M:%S"), what, note.preset, str(status), f"{seconds:.2f}s"]
         parts += [tokens, note.cost or "-"]
         if note.ended:
             parts.append(f"({note.ended})")
@@ -192,20 +215,17 @@ class ApiServer:
                 )
         except ApiError as exc:
             return self.error(request, exc)
-        live = _Live()
+        cancel = CancelToken()
+        # A streamed reply waits for its client to read it; a whole one is held until it ends anyway.
+        live = _Live(Outbox(asyncio.get_running_loop(), cancel, room=ROOM if parsed.stream else None), cancel)
         self._begin(live)
-        loop = asyncio.get_running_loop()
-
-        def sink(kind: SinkKind, value: object) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the server stopped, nobody waits
-                loop.call_soon_threadsafe(live.queue.put_nowait, (kind, value))
-
         progress = parsed.progress if parsed.progress is not None else self.settings.progress
         saver = self.settings.saver
         run_turn(
-            self.config, preset, parsed, sink=sink, cancel=live.cancel, cache=self.cache, progress=progress,
+            self.config, preset, parsed, sink=live.outbox.put, cancel=live.cancel, cache=self.cache, progress=progress,
             call=self.call, on_end=saving(saver, self.config, preset, parsed.messages) if saver is not None else None,
             read_tools=self.settings.read_tools, traces=saver is not None and self.config.traces_for(preset),
+            budget=self.context.budget(self.config, preset),
         )  # fmt: skip
         try:
             if parsed.stream:
@@ -226,15 +246,20 @@ class ApiServer:
                 413, f"the request body is over {self.settings.max_body:,} bytes", code="request_too_large"
             ) from None
         try:
-            return json.loads(raw)
+            # Off the loop: a body near the cap takes a few hundred milliseconds to read and check.
+            return await asyncio.to_thread(bounded_json.loads, raw)
+        except JsonLimitError as exc:
+            raise ApiError(400, str(exc), param=exc.field or None, code="invalid_value") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ApiError(400, f"the request body is not JSON: {exc}", code="invalid_json") from None
+        except ValueError as exc:  # an integer too long for Python to read
+            raise ApiError(400, f"the request body cannot be read: {exc}", code="invalid_json") from None
 
     async def _whole(
         self, request: web.Request, parsed: CompletionRequest, live: _Live, note: _Note
     ) -> web.StreamResponse:
         while True:
-            kind, value = await live.queue.get()
+            kind, value = await live.outbox.queue.get()
             live.ended = kind in ("done", "failed")
             if kind == "done":
                 assert isinstance(value, Outcome)
@@ -261,11 +286,14 @@ class ApiServer:
         writer = ChunkWriter(parsed.model)
         response: web.StreamResponse | None = None
         if progress:  # progress comes before any text: the stream opens now, and any failure is an event
-            response = await self._open(request, writer)
+            response = await self._open(request, writer, note)
+            if response is None:
+                return web.Response(status=408)  # never sent: the connection is dropped
+        queue = live.outbox.queue
         while True:
-            items = [await live.queue.get()]
-            while not live.queue.empty():
-                items.append(live.queue.get_nowait())
+            items = [await queue.get()]
+            while not queue.empty():
+                items.append(queue.get_nowait())
             out: list[bytes] = []
             ended = False
             for kind, value in items:
@@ -292,8 +320,10 @@ class ApiServer:
                     break
             try:
                 if response is None:
-                    response = await self._open(request, writer)
-                await response.write(b"".join(out))
+                    response = await self._open(request, writer, note)
+                if response is None or not await self._sent(request, response.write(b"".join(out)), note):
+                    return response or web.Response(status=408)  # never sent: the connection is dropped
+                live.outbox.written(items)
                 if ended:
                     await response.write_eof()
                     return response
@@ -303,14 +333,30 @@ class ApiServer:
                     raise
                 return response
 
-    async def _open(self, request: web.Request, writer: ChunkWriter) -> web.StreamResponse:
+    async def _sent(self, request: web.Request, sending: Awaitable[None], note: _Note) -> bool:
+        """Whether the client took what `sending` writes within the send timeout. If not, the connection is
+        dropped with what it held, and the turn ends (completions' finally)."""
+        try:
+            await asyncio.wait_for(sending, self.settings.send_timeout)
+            return True
+        except TimeoutError:
+            note.ended = f"client not reading for {self.settings.send_timeout:g}s"
+            if request.transport is not None:
+                request.transport.abort()  # close() would wait for the unread bytes to leave, for ever
+            return False
+
+    async def _open(self, request: web.Request, writer: ChunkWriter, note: _Note) -> web.StreamResponse | None:
+        """The stream, begun (its headers and the assistant's role sent); None if the client never took them."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
         self._cors(request, response)
-        await response.prepare(request)
-        await response.write(writer.chunk({"role": "assistant", "content": ""}))
-        return response
+
+        async def begin() -> None:
+            await response.prepare(request)
+            await response.write(writer.chunk({"role": "assistant", "content": ""}))
+
+        return response if await self._sent(request, begin(), note) else None
 
     def _ending(self, writer: ChunkWriter, parsed: CompletionRequest, outcome: Outcome) -> list[bytes]:
         out = []
@@ -370,4 +416,4 @@ def _finish(outcome: Outcome) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return inert_json(value, ensure_ascii=False)  # C1 controls (U+009B: a terminal's CSI) escaped as \u009b

@@ -36,9 +36,11 @@ from ..engine import (
     TurnPlan,
     threads,
 )
+from ..engine.budget import ContextBudget
+from ..engine.events import RequestFitted
 from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
-from ..llm import CallLLM, ChatRequest, LLMCallError, TimedOut, call_llm_request, describe_error
+from ..llm import CallLLM, ChatRequest, ContextOverflow, LLMCallError, TimedOut, call_llm_request, describe_error
 from ..llm.errors import redact
 from ..llm.stream import ToolCall
 from ..session import ToolLoop, TurnResult
@@ -68,6 +70,7 @@ class Outcome:
     calls: tuple[StoredCall, ...] = ()  # every call with its answer, for the store
     seconds: float = 0.0
     traces: tuple[dict[str, object], ...] = ()  # every finished call's trace entry, when traces are kept
+    fitted: tuple[RequestFitted, ...] = ()  # requests fitted to their windows: what was left out or cut
 
     def usage(self) -> dict[str, object] | None:
         """The `usage` of the response: the sum over every call of the turn (references, the agreement check,
@@ -76,8 +79,21 @@ class Outcome:
         return usage_of(self.ledger)
 
     def extension(self, preset: str) -> dict[str, object]:
-        """The `moa_chat` field: the preset, whether the guidance was reused, the usage of each call, the cost."""
-        return {"preset": preset, "guidance_reused": self.guidance_reused, **self.ledger.as_json()}
+        """The `moa_chat` field: the preset, whether the guidance was reused, the usage of each call, the cost,
+        and which requests were fitted to their model's window (`fitted`: what each left out or cut)."""
+        fitted = [_fitted_json(event) for event in self.fitted]
+        return {"preset": preset, "guidance_reused": self.guidance_reused, **self.ledger.as_json(), "fitted": fitted}
+
+
+def _fitted_json(event: RequestFitted) -> dict[str, object]:
+    return {
+        "role": event.role,
+        "label": event.label,
+        "sent_tokens": event.sent_tokens,
+        "context_window": event.window,
+        "dropped_messages": event.dropped,
+        "cut_answers": [{"label": cut.label, "kept_tokens": cut.kept, "tokens": cut.total} for cut in event.cuts],
+    }
 
 
 @dataclass(frozen=True)
@@ -138,12 +154,15 @@ def run_turn(
     on_end: OnEnd | None = None,
     read_tools: bool = False,
     traces: bool = False,
+    budget: ContextBudget | None = None,
 ) -> None:
     """Start the turn on a kept thread; returns at once. `sink` hears everything, ending with done or failed.
-    With `traces`, the engine's trace entries are collected on the end (`--save` writes them once stored)."""
+    With `traces`, the engine's trace entries are collected on the end (`--save` writes them once stored).
+    `budget`: the preset's models' windows, each request fitted to them (the client's conversation is never
+    compacted: it is the client's)."""
 
     def work() -> None:
-        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools, traces)
+        end = _run(config, preset, request, sink, cancel, cache, progress, call, read_tools, traces, budget)
         if on_end is not None:
             on_end(end)
         sink("done" if isinstance(end, Outcome) else "failed", end)
@@ -162,6 +181,7 @@ def _run(
     call: CallLLM,
     read_tools: bool = False,
     traces: bool = False,
+    budget: ContextBudget | None = None,
 ) -> Outcome | Failure:
     calls: list[StoredCall] = []
     # The chat's trace hook, collecting: the session and turn a trace belongs to exist only once it is stored.
@@ -170,8 +190,12 @@ def _run(
     # to the client; `paragraph`, a round began since.
     said = paragraph = False
 
+    fitted: list[RequestFitted] = []
+
     def observe(event: TurnEvent) -> None:
         nonlocal said, paragraph
+        if isinstance(event, RequestFitted):
+            fitted.append(event)
         if isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
             reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
             calls.append(StoredCall(event.record, event.text, reasoning))  # a `layers: auto` judge's call too
@@ -194,6 +218,7 @@ def _run(
         observer=observe,
         tracer=traced.append if traces else None,
         message_filter=model_filter(config),
+        budget=budget,
     )
     # A streamed reply cannot start again once text has gone out; a whole one is sent only once it is whole.
     plan = TurnPlan(preset, restart_cut_reply=not request.stream)
@@ -207,8 +232,9 @@ def _run(
     if finish == "tool_calls" and not result.handed_back:
         finish = "stop"
     handed_back = list(result.handed_back)
+    reused = result.guidance_reused
     return Outcome(
-        result.text, handed_back, finish, ledger, result.guidance_reused, tuple(calls), seconds, tuple(traced)
+        result.text, handed_back, finish, ledger, reused, tuple(calls), seconds, tuple(traced), tuple(fitted)
     )
 
 
@@ -229,6 +255,9 @@ def _turn_error(result: TurnResult, secrets: tuple[str, ...]) -> ApiError:
 def upstream_error(exc: BaseException, secrets: tuple[str, ...]) -> ApiError:
     """A failed turn as OpenAI's error shape: 504 for a time limit, 502 for any other provider failure,
     naming the slot (aggregator or reference, provider:model) and the provider; keys never in the text."""
+    if isinstance(exc, ContextOverflow):  # the request is too long for the model: the client's to shorten
+        message = redact(f"{exc.provider}:{exc.model}: {exc.reason}", secrets)
+        return ApiError(400, message, code="context_length_exceeded", param="messages")
     if isinstance(exc, LLMCallError):
         who = _ROLE_WORDS.get(exc.task or "", "a model")
         message = f"{who} {exc.provider}:{exc.model} (provider {exc.provider}) failed: {exc.reason}"

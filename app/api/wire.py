@@ -8,7 +8,6 @@ preset decides (the models) is not the client's to change; what the client's own
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..llm.messages import Message, ToolSpec
+from ..text.inert import inert_json
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # A message's keys that reach the models; anything else a client adds is left out of the request.
@@ -235,7 +235,8 @@ class ChunkWriter:
 
     @staticmethod
     def event(payload: object) -> bytes:
-        return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+        # Unicode as itself, but C1 controls escaped (U+009B acts as CSI on a terminal that shows the stream).
+        return b"data: " + inert_json(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
     DONE = b"data: [DONE]\n\n"
 

@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="attach a text file as context (repeatable; each is capped at 50,000 characters)",
     )
+    ask_.add_argument(
+        "--allow-path",
+        metavar="PATH",
+        action="append",
+        help="let -a attach a file outside the working folder: PATH, or any file in the folder PATH (repeatable)",
+    )
     ask_.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the latest session")
     ask_.add_argument("--no-save", action="store_true", help="store nothing of this turn")
 

@@ -1,8 +1,9 @@
 """`moa-chat api`: every runnable preset as a model behind an OpenAI-compatible HTTP endpoint.
 
 It prints where it listens, the models, how to authenticate and which presets it left out, then one line
-per request. Ctrl+C and SIGTERM stop it: new turns are refused, the turns in flight are cancelled (a
-streamed one ends with an error event), and the servers moa-chat started for them (the local model) stop.
+per request. Ctrl+C, SIGTERM and SIGHUP (the terminal closed) stop it: new turns are refused, the turns in
+flight are cancelled (a streamed one ends with an error event), and the servers moa-chat started for them
+(the local model) stop. It then exits as `ask` does when stopped: 130 for Ctrl+C, 128 + N for signal N.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from .exit_codes import EXIT_OK, EXIT_USAGE
+from .exit_codes import EXIT_USAGE
 from .serve import DEFAULT_HOST, _port, is_loopback, public_url
+from .stopping import exit_status
 
 if TYPE_CHECKING:
     from ..api.auth import Token
@@ -53,12 +55,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fetch_url) in the current folder; tools that change things or need approval never run here",
     )
     parser.add_argument("--max-turns", type=int, default=None, metavar="N", help="turns in flight at once (16)")
+    parser.add_argument(
+        "--allow-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="answer requests whose Host is NAME too (behind a proxy); others than the address listened on are "
+        "refused, as a web page that renamed this machine would send them",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="disconnect a client that has not sent a request's headers within this long (30)",
+    )
+    parser.add_argument(
+        "--send-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="cancel a streamed turn whose client has not read any of it for this long (30)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, not {text!r}")
+    return value
 
 
 def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
-    from ..api.auth import load_token
+    from ..api.auth import ServedHosts, load_token
     from ..api.catalog import Catalog
-    from ..api.server import MAX_TURNS, ApiServer, Settings
+    from ..api.server import MAX_TURNS, SEND_TIMEOUT, ApiServer, Settings
 
     catalog = Catalog.of(config, default)
     if default not in catalog.served:
@@ -73,6 +107,8 @@ def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
         progress=args.progress,
         max_turns=args.max_turns or MAX_TURNS,
         read_tools=args.read_tools,
+        hosts=ServedHosts.of(args.host, args.allow_host),
+        send_timeout=args.send_timeout or SEND_TIMEOUT,
     )
     if args.save:
         from ..api.saving import ConversationSaver
@@ -86,41 +122,50 @@ def run_api(config: Config, default: str, args: argparse.Namespace) -> int:
             "and has the token spends your provider keys. Prefer the default (127.0.0.1) with an SSH tunnel.",
             file=sys.stderr,
         )
-    return asyncio.run(_serve(server, args.host, args.port, token))
+    return asyncio.run(_serve(server, args, token))
 
 
-async def _serve(server: ApiServer, host: str, port: int, token: Token) -> int:
+async def _serve(server: ApiServer, args: argparse.Namespace, token: Token) -> int:
     from aiohttp import web
 
+    from ..api.allocator import fix_mmap_threshold
+    from ..api.listener import HEADER_TIMEOUT, Listener
     from ..providers import lifecycle
 
+    fix_mmap_threshold()
+    host = args.host
     # handler_cancellation: a client that disconnects cancels its handler, which cancels its turn.
     runner = web.AppRunner(server.application(), handler_cancellation=True, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    listener = Listener(runner, server.refuse, header_timeout=args.header_timeout or HEADER_TIMEOUT)
     try:
-        await site.start()
+        bound = await listener.start(host, args.port)
     except OSError as exc:
         await runner.cleanup()
-        print(f"moa-chat: error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"moa-chat: error: cannot listen on {host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    bound = runner.addresses[0][1] if runner.addresses else port
     _announce(server, f"{public_url(host, bound)}/v1", token)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(number, stop.set)
+    stopped_by: asyncio.Future[int] = loop.create_future()
+
+    def stop(number: int) -> None:
+        if not stopped_by.done():
+            stopped_by.set_result(number)
+
+    for signalled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signalled, stop, int(signalled))
     try:
-        await stop.wait()
-        print("moa-chat api: stopping", flush=True)
+        number = await stopped_by
+        print(f"moa-chat api: stopping ({signal.Signals(number).name})", flush=True)
         ended = await server.stop()
         if ended:
             print(f"moa-chat api: {ended} turn(s) in flight were cancelled", flush=True)
+        listener.stop()
         await runner.cleanup()
     finally:
         lifecycle.stop_all()  # the local model's server, the demo's
     print("moa-chat api: stopped", flush=True)
-    return EXIT_OK
+    return exit_status(number)
 
 
 def _announce(server: ApiServer, base_url: str, token: Token) -> None:

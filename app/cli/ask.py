@@ -7,8 +7,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from types import FrameType
+from pathlib import Path
 
 from ..config import Config, Preset
 from ..config.pricing import cost_label
@@ -21,6 +20,7 @@ from ..text.inert import inert, inert_json
 from ..text.wording import plural
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_READER_GONE, EXIT_USAGE
 from .progress import Progress
+from .stopping import Signalled, exit_status, signals_raise
 
 
 def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str | None = None) -> int:
@@ -29,7 +29,12 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
         print("moa-chat: error: the prompt is empty", file=sys.stderr)
         return EXIT_USAGE
     try:
-        files = [read_attachment(path) for path in getattr(args, "attach", None) or ()]
+        allowed = [Path(p) for p in getattr(args, "allow_path", None) or ()]
+        hint = ", or allow one outside with --allow-path PATH"
+        files = [
+            read_attachment(path, base=Path.cwd(), allowed=allowed, hint=hint)
+            for path in getattr(args, "attach", None) or ()
+        ]
         content = attach(prompt, files) if files else prompt
     except AttachmentError as exc:
         print(f"moa-chat: error: {exc}", file=sys.stderr)
@@ -45,6 +50,11 @@ def ask(config: Config, preset: Preset, args: argparse.Namespace, *, notice: str
     if error:
         _close(session)
         print(f"moa-chat: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    too_long = session.context.too_long(session.config, preset, content, files, ask=True)
+    if too_long:
+        _close(session)
+        print(f"moa-chat: error: not sent: {too_long}", file=sys.stderr)
         return EXIT_USAGE
     over = session.over_budget(content, solo=bool(getattr(args, "solo", False)))
     if over:
@@ -171,16 +181,6 @@ def _session(config: Config, preset: Preset, args: argparse.Namespace, *, restar
     return session
 
 
-class _Signalled(Exception):
-    def __init__(self, number: int) -> None:
-        super().__init__(signal.Signals(number).name)
-        self.number = number
-
-
-def _interrupt(number: int, _frame: object) -> None:
-    raise _Signalled(number)
-
-
 def _send_interruptibly(
     session: ChatSession, prompt: str, progress: Progress, cancel: CancelToken, *, solo: bool = False
 ) -> TurnResult:
@@ -201,31 +201,20 @@ def _send_interruptibly(
     # SIGTERM and SIGHUP (the terminal closed) end the turn as Ctrl-C does: cancelled, its commands and MCP
     # servers stopped, the stored turn marked interrupted; the default action would kill the process and
     # leave a running command orphaned.
-    # SIGINT cancels the turn even when the process started with it ignored, as a shell without job control
-    # starts every background command (`moa-chat ask … &` in a script, a CI step): a SIGINT sent to it would
-    # otherwise go unheard, and the turn run on until its reply ended or its stream stalled out. A SIGTERM
-    # or SIGHUP ignored at the start stays ignored: that is what `nohup` (or `trap '' TERM`) asks for.
-    handlers: dict[int, Callable[[int, FrameType | None], object]] = {signal.SIGINT: signal.default_int_handler}
-    for ending in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(ending) is not signal.SIG_IGN:
-            handlers[ending] = _interrupt
-    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
-    try:
-        while not done.wait(0.1):
-            pass
-    except (KeyboardInterrupt, _Signalled) as stop:
-        signalled = stop.number if isinstance(stop, _Signalled) else None
-        cancel.cancel()
-        with contextlib.suppress(KeyboardInterrupt, _Signalled):  # a second one: stop waiting
-            done.wait(10)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    with signals_raise():
+        try:
+            while not done.wait(0.1):
+                pass
+        except (KeyboardInterrupt, Signalled) as stop:
+            signalled = stop.number if isinstance(stop, Signalled) else None
+            cancel.cancel()
+            with contextlib.suppress(KeyboardInterrupt, Signalled):  # a second one: stop waiting
+                done.wait(10)
     if signalled is not None:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             progress.end_line()
             print(f"moa-chat: stopped by {signal.Signals(signalled).name}; the turn was cancelled", file=sys.stderr)
-        raise SystemExit(128 + signalled)
+        raise SystemExit(exit_status(signalled))
     if "result" not in box:  # something ignored the cancel; the worker is a daemon and dies with us
         progress.end_line()
         print("moa-chat: cancelled (a tool or request did not stop in time)", file=sys.stderr)

@@ -3,6 +3,10 @@
 The run is kept in the session store as it goes (`--resume RUN` continues one), the table goes to stdout
 (or JSON with `--json`), the progress bar to stderr, and the report to a folder (`--report`, by default
 `evals/RUN` in the data folder).
+
+Exit status: 0 every turn answered; 1 some turns failed (each named under the table) or the budget stopped the
+run; 2 a usage, task-file or configuration error; 130 Ctrl+C, 128 + N signal N (SIGTERM, SIGHUP), the run
+then marked interrupted for `--resume`, as `ask` exits when stopped.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ConfigError
-from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .stopping import Signalled, exit_status, signals_raise
 
 if TYPE_CHECKING:  # the run's modules load when a run starts, so `moa-chat --help` stays quick
     from ..eval.runner import EvalRunner, System
@@ -25,6 +30,7 @@ if TYPE_CHECKING:  # the run's modules load when a run starts, so `moa-chat --he
 
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SEED = 1  # eval/answer_key.DEFAULT_SEED, without loading the run's modules for --help
+STOP_WAIT = 10.0  # seconds the turns in flight get to end once cancelled (they end in well under one)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--primary",
         metavar="SYSTEM",
         help="the one system each preset is compared with first (default: its best single model)",
+    )
+    parser.add_argument(
+        "--allow-path",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="let tasks attach PATH (a file, or any file in a folder) outside the task file's folder; repeatable",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     parser.add_argument(
@@ -131,6 +144,7 @@ def _spec(args: argparse.Namespace, store: EvalRunStore) -> tuple[dict[str, Any]
         "concurrency": args.concurrency or DEFAULT_CONCURRENCY,
         "provider_concurrency": args.provider_concurrency,
         "max_cost": args.max_cost,
+        "allow_paths": [str(Path(path).expanduser().resolve()) for path in args.allow_path],
     }, None
 
 
@@ -241,6 +255,7 @@ def _run(args: argparse.Namespace) -> int:
         rubric=bool(spec.get("rubric")),
         on_progress=bar,
         repeats=repeats,
+        allowed_paths=[Path(path) for path in spec.get("allow_paths") or ()],
     )
     if not args.quiet:
         what = ", ".join(s.name for s in systems)
@@ -254,7 +269,8 @@ def _run(args: argparse.Namespace) -> int:
             print(_resumed(runner), file=sys.stderr)
     started = clock.monotonic()
     bar.start()
-    interrupted = _run_interruptibly(runner)
+    signalled = _run_interruptibly(runner)
+    interrupted = signalled is not None
     bar.end()
     status = "interrupted" if interrupted else "budget" if runner.budget_stopped else "done"
     store.set_status(run_id, status)
@@ -297,9 +313,10 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         spent = format_cost(runner.snapshot.cost)
         print(f"moa-chat: {status} in {seconds:.1f}s · {spent} · report {folder}", file=sys.stderr)
-    if interrupted:
-        print(f"moa-chat: interrupted; `moa-chat eval --resume {run_id}` continues it", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    if signalled is not None:
+        how = "interrupted" if signalled == signal.SIGINT else f"stopped by {signal.Signals(signalled).name}"
+        print(f"moa-chat: {how}; `moa-chat eval --resume {run_id}` continues it", file=sys.stderr)
+        return exit_status(signalled)
     if runner.budget_stopped:
         print(
             f"moa-chat: stopped before exceeding --max-cost {format_cost(spec['max_cost'])}; "
@@ -307,11 +324,17 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+    failed = len(summary.failures)
+    if failed:
+        print(
+            f"moa-chat: {failed} {'turn' if failed == 1 else 'turns'} failed and gave no answer (named under the "
+            "table; counted as wrong)",
+            file=sys.stderr,
+        )
     if (unjudged := summary.unjudged_line()) is not None:
         # Scores are missing: the run is not whole, whatever the table shows.
         print(inert(f"moa-chat: error: {unjudged}; each one's error is in {folder}/results.jsonl"), file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+    return EXIT_FAILED if failed or unjudged is not None else EXIT_OK
 
 
 def _resumed(runner: EvalRunner) -> str:
@@ -339,8 +362,9 @@ def _is_terminal(stream: object) -> bool:
         return False
 
 
-def _run_interruptibly(runner: EvalRunner) -> bool:
-    """Run on a worker so Ctrl+C (or SIGTERM) cancels the turns in flight cleanly; True when interrupted."""
+def _run_interruptibly(runner: EvalRunner) -> int | None:
+    """Run on a worker so Ctrl+C, SIGTERM and SIGHUP (the terminal closed) cancel the turns in flight cleanly;
+    the signal's number when one came (SIGINT for Ctrl+C), None when the run ended on its own."""
     done = threading.Event()
 
     def work() -> None:
@@ -350,19 +374,13 @@ def _run_interruptibly(runner: EvalRunner) -> bool:
             done.set()
 
     threading.Thread(target=work, name="moa-eval", daemon=True).start()
-
-    def terminate(_number: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        while not done.wait(0.2):
-            pass
-        return False
-    except KeyboardInterrupt:
-        runner.interrupt()
-        with contextlib.suppress(KeyboardInterrupt):
-            done.wait(30)
-        return True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with signals_raise():
+        try:
+            while not done.wait(0.2):
+                pass
+            return None
+        except (KeyboardInterrupt, Signalled) as stop:
+            runner.interrupt()
+            with contextlib.suppress(KeyboardInterrupt, Signalled):  # a second one: stop waiting
+                done.wait(STOP_WAIT)
+            return stop.number if isinstance(stop, Signalled) else int(signal.SIGINT)

@@ -23,6 +23,7 @@ from ..engine import (
     ReplyDelta,
     ReplyRestarted,
 )
+from ..engine.events import CompactionEnded, CompactionStarted, RequestFitted
 from ..session import Notice, ServerStart, ToolCallEvent, TurnEvent
 from ..text.inert import inert
 from ..text.wording import plural
@@ -229,4 +230,25 @@ class Progress:
         if isinstance(event, ServerStart):
             # A start that fails ends the turn, whose error line says why (naming the server's log).
             return None if event.stage == "failed" else f"  ▸ {event.text}"
+        return self._describe_context(event)
+
+    @staticmethod
+    def _describe_context(event: TurnEvent) -> str | None:
+        """Compaction, and requests fitted to their windows."""
+        if isinstance(event, CompactionStarted):
+            what = f"{plural(event.exchanges, 'earlier exchange')} ({event.tokens:,} tokens)"
+            return f"  ▸ summarising {what} with {event.label}…"
+        if isinstance(event, CompactionEnded):
+            if event.error is not None:
+                return f"  ! the conversation was not compacted: {event.error}; it is as it was"
+            return f"  ▸ {event.line}"
+        if isinstance(event, RequestFitted):
+            parts = []
+            if event.dropped:
+                parts.append(f"{plural(event.dropped, 'earlier message')} left out")
+            if event.cuts:
+                kept = sum(cut.kept for cut in event.cuts) / max(1, sum(cut.total for cut in event.cuts))
+                parts.append(f"{plural(len(event.cuts), 'answer')} cut to fit (about {kept:.0%} kept)")
+            window = f"{event.sent_tokens:,} of its {event.window:,}-token window"
+            return f"  ✂ {event.label}: {', '.join(parts)} ({window})"
         return None

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from .model import ConfigError, did_you_mean
-from .yaml_positions import PositionedDict, PositionedList, YamlSyntaxError, load_yaml
+from .yaml_positions import (
+    PositionedDict,
+    PositionedList,
+    YamlLimitError,
+    YamlSyntaxError,
+    load_yaml,
+)
 
 Choice = TypeVar("Choice", bound=str)
 Parsed = TypeVar("Parsed")
@@ -38,6 +44,12 @@ def parse_yaml(text: str, path: Path | str) -> object:
     """The YAML document in `text`; a syntax error becomes a ConfigError with the line and column."""
     try:
         return load_yaml(text, path)
+    except YamlLimitError as exc:
+        raise ConfigError(
+            f"{exc.problem} (column {exc.column}): moa-chat reads at most {exc.limit}; nothing of this file was used",
+            path=path,
+            line=exc.line,
+        ) from exc
     except YamlSyntaxError as exc:
         raise ConfigError(
             f"invalid YAML at line {exc.line}, column {exc.column}: {exc.problem}"

@@ -33,7 +33,7 @@ _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AgreementVerdict:
     agreed: bool
     reason: str  # a few words for the sidebar and `ask`: why another layer runs, or why none does
 
@@ -50,7 +50,7 @@ def _word(match: re.Match[str]) -> bool:
     return not (word.startswith("DIS") or "NOT" in word or "DON" in word)
 
 
-def compare_extracted(answers: Sequence[ReferenceFinished], extractor: AnswerExtractor) -> Verdict:
+def compare_extracted(answers: Sequence[ReferenceFinished], extractor: AnswerExtractor) -> AgreementVerdict:
     """The answers agree when every one states an answer the extractor finds, and all of them are equal."""
     found: list[str | None] = []
     for answer in answers:
@@ -61,10 +61,10 @@ def compare_extracted(answers: Sequence[ReferenceFinished], extractor: AnswerExt
         found.append(value.strip() if isinstance(value, str) and value.strip() else None)
     if any(value is None for value in found):
         missing = sum(value is None for value in found)
-        return Verdict(False, f"{missing} of {len(found)} answers state no answer")
+        return AgreementVerdict(False, f"{missing} of {len(found)} answers state no answer")
     if len(set(found)) == 1:
-        return Verdict(True, "references agreed (same answer)")
-    return Verdict(False, f"references disagree ({len(set(found))} different answers)")
+        return AgreementVerdict(True, "references agreed (same answer)")
+    return AgreementVerdict(False, f"references disagree ({len(set(found))} different answers)")
 
 
 def agreement_messages(messages: Sequence[Message], answers: Sequence[ReferenceFinished]) -> list[Message]:
@@ -86,14 +86,16 @@ class AgreementCheck:
 
     def check(
         self, messages: Sequence[Message], results: Sequence[ReferenceFinished], *, layer: int, iteration: int
-    ) -> Verdict:
+    ) -> AgreementVerdict:
         """Compare the layer's answers (those that came in whole); reports an AgreementChecked. Raises
         Cancelled when the turn is cancelled during the judge's call."""
         answers = [r for r in results if r.status == "ok"]
         record: CallRecord | None = None
         text = ""
         if len(answers) < 2:
-            verdict = Verdict(False, f"{len(answers)} answer{'' if len(answers) == 1 else 's'}: nothing to compare")
+            verdict = AgreementVerdict(
+                False, f"{len(answers)} answer{'' if len(answers) == 1 else 's'}: nothing to compare"
+            )
         elif self.extractor is not None:
             verdict = compare_extracted(answers, self.extractor)
         else:
@@ -103,7 +105,7 @@ class AgreementCheck:
 
     def _judge(
         self, messages: Sequence[Message], answers: Sequence[ReferenceFinished], *, layer: int, iteration: int
-    ) -> tuple[Verdict, CallRecord, str]:
+    ) -> tuple[AgreementVerdict, CallRecord, str]:
         judge = self.preset.agreement_judge
         request = slot_request(
             self.env.config,
@@ -132,11 +134,13 @@ class AgreementCheck:
         text = model_call.assembler.text
         agreed = parse_verdict(text)
         if agreed is None:
-            verdict = Verdict(False, f"{judge.label} gave no clear verdict")
+            verdict = AgreementVerdict(False, f"{judge.label} gave no clear verdict")
         else:
-            verdict = Verdict(agreed, "references agreed" if agreed else "references disagree")
+            verdict = AgreementVerdict(agreed, "references agreed" if agreed else "references disagree")
         return verdict, model_call.record("ok"), text
 
-    def _failed(self, model_call: ModelCall, status: CallStatus, reason: str) -> tuple[Verdict, CallRecord, str]:
+    def _failed(
+        self, model_call: ModelCall, status: CallStatus, reason: str
+    ) -> tuple[AgreementVerdict, CallRecord, str]:
         record = model_call.record(status, reason)
-        return Verdict(False, f"the agreement check failed ({reason})"), record, model_call.assembler.text
+        return AgreementVerdict(False, f"the agreement check failed ({reason})"), record, model_call.assembler.text

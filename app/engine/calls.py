@@ -17,6 +17,7 @@ from ..config import Config, Slot
 from ..config.pricing import FREE
 from ..llm import (
     ChatRequest,
+    ContextOverflow,
     LLMCallError,
     StreamAssembler,
     close_stream,
@@ -31,12 +32,13 @@ from ..llm.request import Sampling, Timeout
 from .cancel import Cancelled
 from .env import TurnEnv
 from .events import CallRecord, CallRetrying, CallStatus, Role
+from .fitting import DoesNotFit
 from .meter import CallMeter
 from .panel import Seat
 from .reading import Reading, StreamReader
 from .retry import Fail, Restart, RetryPolicy, fault_of
 
-Task = Literal["moa_reference", "moa_aggregator", "moa_agreement"]
+Task = Literal["moa_reference", "moa_aggregator", "moa_agreement", "moa_compaction"]
 # What the engine asks of a provider for a streamed call: usage in its last chunk, for the ledger.
 WITH_USAGE: StreamOptions = {"include_usage": True}
 # Fresh replies one call may ask for after its reply was cut off once text had been shown (where the front end
@@ -96,17 +98,19 @@ class ModelCall:
         iteration: int = 1,
         assembler: StreamAssembler | None = None,
         on_sent: Callable[[], object] | None = None,
+        refit: Callable[[], ChatRequest] | None = None,
     ) -> None:
         """`on_sent` is called when the request has left (llm.sending), or at the latest when `open` returns or
-        fails; maybe more than once (a retry, or both ways), from the request's thread or the caller's."""
+        fails; maybe more than once (a retry, or both ways), from the request's thread or the caller's.
+        `refit` builds the request again for the slot's room as the budget knows it now: after an overflow error
+        the window it named is learned, and the request fitted to it is sent once more."""
         self.env, self.role, self.seat, self.iteration, self.on_sent = env, role, seat, iteration, on_sent
+        self._refit = refit
         self.slot, self.label, self.index, self.layer = seat.slot, seat.label, seat.index, seat.layer
         limits = env.config.limits(seat.slot.provider)
         self.policy = RetryPolicy.from_limits(limits)
         self.price = env.config.price(seat.slot.label)
-        if env.message_filter is not None:  # privacy_filter: full — what leaves the machine is redacted
-            request = dataclasses.replace(request, messages=env.message_filter(request.messages))
-        self.request = request
+        self.request = self._filtered(request)
         self.assembler = assembler if assembler is not None else StreamAssembler()
         self._cancel = env.cancel.child()
         self.meter = CallMeter(limits, env.clock, self._expire)
@@ -131,6 +135,7 @@ class ModelCall:
         been shown (once; `on_restart` is told first, with the text it replaces). Raises like
         `StreamReader.read`; an answer that is empty (no text, no tool call) is a failure too."""
         restarts_left = RESTARTS
+        refitted = False
         try:
             while True:
                 try:
@@ -139,6 +144,14 @@ class ModelCall:
                     if not reading.abandoned():
                         self._check_not_empty()
                     return
+                except ContextOverflow as exc:
+                    # Never sent again as it is: the window it names is learned, and once, fitted to it.
+                    if reading.abandoned() or not self._learn(exc) or refitted or self._refit is None:
+                        raise
+                    refitted = True
+                    self.request = self._filtered(self._refit())
+                    self.assembler.clear()
+                    self.meter.forget_answer()
                 except LLMCallError as exc:
                     if reading.abandoned():
                         raise
@@ -171,6 +184,19 @@ class ModelCall:
                     self.meter.forget_answer()
         finally:
             self._cancel.release()
+
+    def _filtered(self, request: ChatRequest) -> ChatRequest:
+        """`request` as it leaves the machine: under `privacy_filter: full`, its messages redacted."""
+        if self.env.message_filter is None:
+            return request
+        return dataclasses.replace(request, messages=self.env.message_filter(request.messages))
+
+    def _learn(self, overflow: ContextOverflow) -> bool:
+        """Keep the window an overflow error named; whether the request can be fitted to what is known now."""
+        budget = self.env.budget
+        if budget is None or isinstance(overflow, DoesNotFit):
+            return False
+        return budget.learn(self.slot, overflow).tokens is not None
 
     def _check_not_empty(self) -> None:
         if self.assembler.text.strip() or self.assembler.tool_calls():
@@ -267,6 +293,13 @@ class ModelCall:
         return self.price.cost(usage.prompt_tokens, usage.completion_tokens) if self.price else None
 
     def record(self, status: CallStatus, error: str | None = None) -> CallRecord:
+        budget, usage, request = self.env.budget, self.assembler.usage, self.request
+        sent_tokens = window = None
+        if budget is not None:
+            sent_tokens = budget.request(self.slot, request.messages, request.tools)
+            window = budget.window(self.slot).tokens
+            if usage is not None and usage.prompt_tokens and status == "ok":
+                budget.observe(self.slot, request.messages, request.tools, usage.prompt_tokens)
         record = CallRecord(
             role=self.role,
             label=self.label,
@@ -280,6 +313,8 @@ class ModelCall:
             finish_reason=self.assembler.finish_reason,
             error=None if status == "ok" else error,
             cost=self.cost(),
+            sent_tokens=sent_tokens,
+            window=window,
         )
         tracer = self.env.tracer
         if tracer is not None:

@@ -12,7 +12,7 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
-from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, describe_error
+from ..llm import ChatRequest, CutOff, LLMCallError, StreamAssembler, TimedOut, Timeout, describe_error
 from ..llm.messages import Message, StreamOptions, ToolSpec
 from .agreement import AgreementCheck
 from .calls import ModelCall, slot_request
@@ -31,15 +31,15 @@ from .events import (
     ReferenceQueued,
     ReplyDelta,
     ReplyRestarted,
+    RequestFitted,
 )
 from .fanout import FanOut
+from .fitting import fit_aggregator, split
 from .guidance import (
     GuidanceMemory,
     LastGuidance,
     continues_after_user,
     guidance_message,
-    layer_message,
-    reference_messages,
     turn_hash,
 )
 from .panel import Seat, layer_panel
@@ -75,12 +75,11 @@ class MoAEngine:
         most = self.preset.layers
         self.layers_reason = None
         for layer in range(1, most + 1):
-            earlier = layer_message(layer_results, anonymous=self.preset.anonymous) if layer > 1 else None
             seats = layer_panel(self.preset, layer, first_index)
             first_index += len(seats)
-            if layer > 1 and not any(r.status == "ok" for r in layer_results):
-                earlier = None  # nothing to weigh: the layer answers afresh
-            layer_results = FanOut(self.env, self.preset, reference_messages(messages, earlier), seats, iteration).run()
+            # A later layer also weighs the one before; with nothing to weigh, it answers afresh.
+            earlier = layer_results if any(r.status == "ok" for r in layer_results) else ()
+            layer_results = FanOut(self.env, self.preset, messages, seats, iteration, earlier).run()
             results += layer_results
             self.layers_run = layer
             self.env.cancel.raise_if_cancelled()
@@ -166,24 +165,62 @@ class MoAEngine:
                 guidance_reused=reused,
             )
         )
-        guidance: list[Message] = (
-            [] if self.plan.solo else [guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)]
-        )
-        # A streamed reply's caller may set its own read timeout (the seed's facade forwards the consumer's).
-        request = slot_request(
-            self.env.config,
-            aggregator,
-            task="moa_aggregator",
-            messages=[*messages, *guidance],
-            preset_temperature=self.preset.aggregator_temperature,
-            tools=tools,
-            stream=stream,
-            stream_options=stream_options,
-            timeout=timeout if stream and timeout is not None else aggregator.timeout,
-            max_retries=max_retries,
-        )
+
+        def request() -> ChatRequest:
+            # A streamed reply's caller may set its own read timeout (the seed's facade forwards the consumer's).
+            return slot_request(
+                self.env.config,
+                aggregator,
+                task="moa_aggregator",
+                messages=self._aggregator_messages(messages, None if self.plan.solo else shown, reused, tools),
+                preset_temperature=self.preset.aggregator_temperature,
+                tools=tools,
+                stream=stream,
+                stream_options=stream_options,
+                timeout=timeout if stream and timeout is not None else aggregator.timeout,
+                max_retries=max_retries,
+            )
+
         seat = Seat(index=0, layer=1, slot=aggregator, label=aggregator.label)
-        return ModelCall(self.env, "aggregator", seat, request, iteration=iteration, assembler=assembler)
+        return ModelCall(
+            self.env, "aggregator", seat, request(), iteration=iteration, assembler=assembler, refit=request
+        )
+
+    def _aggregator_messages(
+        self,
+        messages: Sequence[Message],
+        answers: Sequence[ReferenceFinished] | None,
+        reused: bool,
+        tools: Sequence[ToolSpec] | None,
+    ) -> list[Message]:
+        """The conversation and the guidance after it (`answers` None: solo, none), fitted to the aggregator's
+        room; a RequestFitted says what was left out or cut."""
+
+        def guidance(shown: Sequence[ReferenceFinished]) -> Message:
+            return guidance_message(shown, predates_tools=reused, anonymous=self.preset.anonymous)
+
+        budget = self.env.budget
+        if budget is None:
+            return [*messages, *([] if answers is None else [guidance(answers)])]
+        slot = self.preset.aggregator
+        fixed = budget.request(slot, [], tools) - budget.request(slot, [])  # the tools offered
+        fitted = fit_aggregator(
+            split(messages),
+            answers,
+            budget.room(slot),
+            lambda sent: budget.request(slot, sent),
+            lambda text: budget.text(slot, text),
+            guidance,
+            fixed,
+        )
+        window = budget.window(slot).tokens
+        if (fitted.dropped or fitted.cuts) and window is not None:
+            self.env.emit(
+                RequestFitted(
+                    "aggregator", 0, slot.label, self.iteration, fitted.tokens, window, fitted.dropped, fitted.cuts
+                )
+            )
+        return fitted.messages
 
     def _guidance_order(self, results: tuple[ReferenceFinished, ...], reused: bool) -> list[ReferenceFinished]:
         """The last layer's answers, in the order the aggregator sees them: the preset's, or with

@@ -3,7 +3,8 @@ are built once per turn and passed down.
 
 A turn's calls (each reference, sample and layer, the `layers: auto` judge, every aggregator round) send
 through one `CallLLM`, stop on one cancel token, report to one observer, trace to one tracer and leave the
-machine through one message filter; their durations come from one clock, and their records go to one ledger.
+machine through one message filter; their durations come from one clock, their records go to one ledger, and
+their requests are fitted to their windows by one budget.
 The session (or the API, the seed's facade, eval) builds the environment when the turn begins; the engine, the
 fan-out, the agreement check and each `ModelCall` read it and never change it (only its ledger grows, as
 calls finish). A facade call that brings its own cancel token and observer gets an environment of its own,
@@ -20,6 +21,7 @@ from ..config import Config, Preset
 from ..llm import CallLLM, call_llm_request
 from ..llm.messages import Message
 from . import clock
+from .budget import ContextBudget
 from .cancel import CancelToken
 from .events import Observer, ReferenceFinished, TurnEvent
 from .ledger import UsageLedger
@@ -48,6 +50,8 @@ class TurnEnv:
     message_filter: MessageFilter | None = None  # applied to every request's messages (privacy_filter: full)
     clock: Callable[[], float] = _now
     ledger: UsageLedger = field(default_factory=UsageLedger)  # every finished call's record, as it is reported
+    # Each slot's window and token counts, for fitting requests to them (None: nothing is fitted or counted).
+    budget: ContextBudget | None = None
 
     def emit(self, event: TurnEvent) -> None:
         """Report `event`: the ledger keeps the record a finished call carries, then the observer is told."""

@@ -16,8 +16,9 @@ from typing import Literal, TypeVar
 from ..llm.usage import Usage
 from ..providers.lifecycle import ServerStart as ServerStart  # part of what a turn reports
 
-# "agreement": under `layers: auto`, the short judgement of whether a layer's references agree.
-Role = Literal["reference", "aggregator", "agreement"]
+# "agreement": under `layers: auto`, the short judgement of whether a layer's references agree; "compaction": the
+# summary of a long conversation's earlier exchanges (session/compaction.py).
+Role = Literal["reference", "aggregator", "agreement", "compaction"]
 # "late": still answering when a quorum or a deadline let the aggregator start without it.
 CallStatus = Literal["ok", "failed", "timeout", "cancelled", "cut_off", "late"]
 
@@ -38,6 +39,8 @@ class CallRecord:
     error: str | None = None
     layer: int = 1  # references of a multi-layer preset sit in layers 1..n
     cost: float | None = None  # dollars: the provider's own figure, else tokens × the configured price
+    sent_tokens: int | None = None  # the prompt tokens of the request, as moa-chat counted them before sending
+    window: int | None = None  # the model's context window then (None: unknown)
 
     def as_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -141,6 +144,34 @@ class ReferenceFinished(_Recorded):
     reasoning: str = ""  # what a reasoning model thought before it answered (reasoning_content / reasoning)
 
 
+# --------------------------------------------------------------------------- fitting the window
+
+
+@dataclass(frozen=True)
+class AnswerCut:
+    """A reference answer cut to fit a request's room: about `kept` of its `total` tokens were sent."""
+
+    index: int
+    label: str
+    kept: int
+    total: int
+
+
+@dataclass(frozen=True)
+class RequestFitted:
+    """A request was fitted to its model's window before it was sent: `dropped` earlier messages of the
+    conversation left out, and (the aggregator's, or a later layer's reference) answers cut to fit."""
+
+    role: Role
+    index: int
+    label: str
+    iteration: int
+    sent_tokens: int
+    window: int
+    dropped: int = 0
+    cuts: tuple[AnswerCut, ...] = ()
+
+
 # --------------------------------------------------------------------------- layers: auto
 
 
@@ -232,7 +263,8 @@ class ReasoningDelta:
 
 
 EngineEvent = (
-    ReferenceQueued
+    RequestFitted
+    | ReferenceQueued
     | ReferenceStarted
     | ReferenceProgress
     | ReferenceFinished
@@ -246,6 +278,44 @@ EngineEvent = (
     | ReplyRestarted
     | ReasoningDelta
 )
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    """A long conversation's earlier exchanges are being summarised (session/compaction.py): `exchanges` more,
+    which with the summary before them take `tokens` in a request, by `label`."""
+
+    exchanges: int
+    tokens: int
+    label: str
+
+
+@dataclass(frozen=True)
+class CompactionEnded:
+    """A compaction ended: the summary now stands for `exchanges` exchanges, `tokens_before` tokens summarised to
+    `tokens_after`; or (`error`) it failed, and the conversation is as it was. `record` is its call."""
+
+    exchanges: int
+    tokens_before: int
+    tokens_after: int
+    text: str = ""
+    record: CallRecord | None = None
+    error: str | None = None
+
+    @property
+    def line(self) -> str:
+        """ "34 earlier exchanges summarised · 41.2k → 1.9k tokens"."""
+        return (
+            f"{self.exchanges:,} earlier exchange{'' if self.exchanges == 1 else 's'} summarised · "
+            f"{_k(self.tokens_before)} → {_k(self.tokens_after)} tokens"
+        )
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
 
 # --------------------------------------------------------------------------- the tool loop
@@ -276,7 +346,7 @@ class Notice:
 
 
 # ServerStart: a server moa-chat runs itself (the local model) starting before the turn's first call.
-TurnEvent = EngineEvent | ToolCallEvent | Notice | ServerStart
+TurnEvent = EngineEvent | ToolCallEvent | Notice | ServerStart | CompactionStarted | CompactionEnded
 Observer = Callable[[TurnEvent], None]
 E = TypeVar("E")
 

@@ -9,13 +9,14 @@ up (see CancelToken.call).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from ..config import Preset
-from ..llm import LLMCallError, TimedOut, describe_error, loaded_sdk
+from ..llm import ChatRequest, LLMCallError, TimedOut, describe_error, loaded_sdk
 from ..llm.messages import Message
 from . import threads
 from .calls import ModelCall, slot_request
@@ -23,6 +24,7 @@ from .cancel import Cancelled
 from .echoes import without_echoes
 from .env import TurnEnv
 from .events import (
+    AnswerCut,
     CallStatus,
     ReasoningDelta,
     ReferenceFinished,
@@ -30,7 +32,10 @@ from .events import (
     ReferenceQueued,
     ReferencesSent,
     ReferenceStarted,
+    RequestFitted,
 )
+from .fitting import DoesNotFit, cut_answers, fit_messages, split
+from .guidance import layer_message, reference_messages
 from .panel import Seat
 from .reading import Reading
 
@@ -39,49 +44,108 @@ POLL = 0.05  # how often the supervisor looks at deadlines and the cancel flag
 
 
 class _Reference:
-    def __init__(self, seat: Seat, timeout: float | None, call: ModelCall) -> None:
+    def __init__(self, seat: Seat, timeout: float | None, call: ModelCall, unsendable: str | None) -> None:
         self.index, self.slot, self.label, self.timeout, self.call = seat.index, seat.slot, seat.label, timeout, call
         self.layer = seat.layer
+        self.unsendable = unsendable  # why its request cannot be sent (longer than its window), if it cannot
         self.result: ReferenceFinished | None = None
 
 
 class FanOut:
-    """One parallel run of a layer's references (`seats`) over one view of the conversation."""
+    """One parallel run of a layer's references (`seats`) over the conversation (`messages`), each request fitted
+    to its model's window; `earlier`: the previous layer's answers, which a later layer also weighs."""
 
-    def __init__(self, env: TurnEnv, preset: Preset, view: Sequence[Message], seats: list[Seat], iteration: int = 1):
-        self.env, self.preset = env, preset
+    def __init__(
+        self,
+        env: TurnEnv,
+        preset: Preset,
+        messages: Sequence[Message],
+        seats: list[Seat],
+        iteration: int = 1,
+        earlier: Sequence[ReferenceFinished] = (),
+    ) -> None:
+        self.env, self.preset, self.iteration = env, preset, iteration
+        self._messages, self._earlier = messages, earlier
         self.refs = []
         self._unsent: set[int] = set()  # the seats whose requests have not left yet
         for seat in seats:
-            slot = seat.slot
-            timeout = slot.timeout if slot.timeout is not None else preset.reference_timeout
-            request = slot_request(
-                env.config,
-                slot,
-                task="moa_reference",
-                messages=view,
-                preset_temperature=preset.reference_temperature,
-                timeout=timeout,
-                # Retries are ModelCall's, in sight of the fan-out: a reference dropped stays dropped.
-                max_retries=0,
-            )
+            unsendable = None
+            try:
+                request = self._request(seat)
+            except DoesNotFit as exc:  # fails at once, saying why; the others go ahead
+                request, unsendable = self._request(seat, fitted=False), exc.reason
             # A call has its own token: a reference given up on is walked away from at once, even while it
             # still waits for the provider's first byte, so no pool thread is left behind to hold up the exit.
             sent = functools.partial(self._sent, seat.index)
-            model_call = ModelCall(env, "reference", seat, request, iteration=iteration, on_sent=sent)
-            self.refs.append(_Reference(seat, timeout, model_call))
-            self._unsent.add(seat.index)
+            refit = functools.partial(self._request, seat)
+            model_call = ModelCall(env, "reference", seat, request, iteration=iteration, on_sent=sent, refit=refit)
+            self.refs.append(_Reference(seat, self._timeout(seat), model_call, unsendable))
+            if unsendable is None:
+                self._unsent.add(seat.index)
         self._lock = threading.Lock()
+
+    def _timeout(self, seat: Seat) -> float | None:
+        return seat.slot.timeout if seat.slot.timeout is not None else self.preset.reference_timeout
+
+    def _request(self, seat: Seat, *, fitted: bool = True) -> ChatRequest:
+        """The request to `seat`: the references' view of the conversation fitted to its model's room."""
+        messages = self._view(seat) if fitted else reference_messages(self._messages, self._layer(self._earlier))
+        return slot_request(
+            self.env.config,
+            seat.slot,
+            task="moa_reference",
+            messages=messages,
+            preset_temperature=self.preset.reference_temperature,
+            timeout=self._timeout(seat),
+            # Retries are ModelCall's, in sight of the fan-out: a reference dropped stays dropped.
+            max_retries=0,
+        )
+
+    def _layer(self, answers: Sequence[ReferenceFinished]) -> str | None:
+        return layer_message(answers, anonymous=self.preset.anonymous) if answers else None
+
+    def _view(self, seat: Seat) -> list[Message]:
+        """The advisor prompt and the conversation as the references see it, with as many recent exchanges as
+        fit the seat's room; in a later layer the previous layer's answers too, cut to fit if they must."""
+        budget, conversation = self.env.budget, split(self._messages)
+        earlier = self._layer(self._earlier)
+        if budget is None:
+            return reference_messages(self._messages, earlier)
+        slot, room = seat.slot, budget.room(seat.slot)
+
+        def count(messages: Sequence[Message]) -> int:
+            return budget.request(slot, messages)
+
+        cuts: tuple[AnswerCut, ...] = ()
+        try:
+            fitted = fit_messages(conversation, room, count, lambda kept: reference_messages(kept, earlier))
+        except DoesNotFit:
+            if not self._earlier or room.tokens is None:
+                raise
+            alone = count(reference_messages(conversation.with_older(0), None))
+            blank = [dataclasses.replace(answer, text="") for answer in self._earlier]
+            overhead = budget.text(slot, self._layer(blank) or "")
+            answers, cuts = cut_answers(self._earlier, room.tokens - alone - overhead, lambda t: budget.text(slot, t))
+            earlier = self._layer(answers)
+            fitted = fit_messages(conversation, room, count, lambda kept: reference_messages(kept, earlier))
+        window = budget.window(slot).tokens
+        if (fitted.dropped or cuts) and window is not None:
+            fitting = RequestFitted("reference", seat.index, seat.label, self.iteration, fitted.tokens, window)
+            self.env.emit(dataclasses.replace(fitting, dropped=fitted.dropped, cuts=cuts))
+        return fitted.messages
 
     def run(self) -> tuple[ReferenceFinished, ...]:
         if not self.refs:
             return ()
         for ref in self.refs:
             self.env.emit(ReferenceQueued(ref.index, ref.label, ref.layer))
+        for ref in self.refs:
+            if ref.unsendable is not None:
+                self._finish(ref, "failed", error=ref.unsendable)
         started = self.env.clock()
-        futures: dict[Future[bool], _Reference] = {Future(): ref for ref in self.refs}
+        futures: dict[Future[bool], _Reference] = {Future(): ref for ref in self.refs if ref.result is None}
         queued = collections.deque(futures.items())
-        for _ in range(min(self.preset.max_workers, len(self.refs))):
+        for _ in range(min(self.preset.max_workers, len(futures))):
             threads.KEPT.start(functools.partial(_work_through, queued, self._ask), "moa-reference")
         try:
             pending = set(futures)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable
 
 from ..llm.usage import Usage, sum_usage
-from .events import AggregatorFinished, AgreementChecked, CallRecord, ReferenceFinished, Role
+from .events import AggregatorFinished, AgreementChecked, CallRecord, CompactionEnded, ReferenceFinished, Role
 
 
 class UsageLedger:
@@ -36,8 +36,8 @@ class UsageLedger:
         """Take the record a finished call carries (an engine observer)."""
         if isinstance(event, ReferenceFinished | AggregatorFinished):
             self.add(event.record)
-        elif isinstance(event, AgreementChecked) and event.record is not None:
-            self.add(event.record)  # `layers: auto`: the judge's call is paid for like any other
+        elif isinstance(event, AgreementChecked | CompactionEnded) and event.record is not None:
+            self.add(event.record)  # `layers: auto`'s judge, a compaction: paid for like any other call
 
     def _of(self, role: Role | None) -> list[CallRecord]:
         """All calls, or one role's: every total below can be asked for the whole turn or one part of it."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..llm import (
+    ContextOverflow,
     CutOff,
     LLMCallError,
     StreamAssembler,
@@ -21,6 +22,7 @@ from ..llm import (
     describe_error,
     is_complete_response,
     is_transient,
+    overflow_in,
     stream_chunks,
 )
 from ..llm.errors import MalformedChunk
@@ -97,6 +99,16 @@ class StreamReader:
             return Cancelled()
         if isinstance(exc, MalformedStream):
             return MalformedChunk(provider=self.provider, model=self.model, task=self.task, sample=exc.sample)
+        overflow = overflow_in(exc)  # OpenRouter says so in an error event mid-stream
+        if overflow is not None:
+            return ContextOverflow(
+                provider=self.provider,
+                model=self.model,
+                task=self.task,
+                window=overflow.window,
+                prompt_tokens=overflow.prompt_tokens,
+                output_tokens=overflow.output_tokens,
+            )
         closed = closed_midway(exc)
         if closed is not None:
             return self._cut_off(assembler, closed)

@@ -2,8 +2,10 @@
 
 Every turn takes a slot of each provider it calls (all at once, so two turns never hold half of each other's
 slots). A 429 halves that provider's cap (down to one) and holds its new calls until its `Retry-After` has
-passed; the task whose turn failed on it goes back in the queue rather than counting as failed. After
-`RECOVER_AFTER` turns in a row without one, the cap grows by one again, up to what was asked.
+passed, and the turn asks again as any turn does (the engine's `max_retries`). A `Retry-After` longer than
+the provider's `max_retry_wait` is not waited for: the turn fails at once, saying how long was asked, as
+`ask` does, and nothing is held. After `RECOVER_AFTER` turns in a row without a 429, the cap grows by one
+again, up to what was asked.
 """
 
 from __future__ import annotations
@@ -21,9 +23,16 @@ RECOVER_AFTER = 10
 
 class ProviderLimiter:
     def __init__(
-        self, cap: int, *, ceilings: dict[str, int] | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        cap: int,
+        *,
+        ceilings: dict[str, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        longest_wait: Callable[[str], float] = lambda _provider: float("inf"),
     ) -> None:
+        """`longest_wait`: a provider's `max_retry_wait`, the longest `Retry-After` it is held for."""
         self.ceiling = max(1, cap)
+        self._longest_wait = longest_wait
         self._ceilings = {p: max(1, min(c, self.ceiling)) for p, c in (ceilings or {}).items()}  # below `cap`
         self._clock = clock
         self._changed = threading.Condition()
@@ -89,6 +98,11 @@ class ProviderLimiter:
             self._paused_until[provider] = max(self._paused_until.get(provider, 0.0), until)
             self._changed.notify_all()
 
+    def wake(self) -> None:
+        """End every wait at once (the run is stopping: each wait looks at its `stop`)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def wait_ready(self, provider: str, stop: threading.Event) -> None:
         """Before a call: wait out a pause the provider asked for (or until `stop`)."""
         with self._changed:
@@ -99,8 +113,8 @@ class ProviderLimiter:
                 self._changed.wait(wait)
 
     def wrap(self, call: CallLLM, stop: threading.Event, flag: Callable[[], None]) -> CallLLM:
-        """`call`, held while its provider is paused; a 429 slows the provider and runs `flag` (the turn
-        then goes back in the queue)."""
+        """`call`, held while its provider is paused; a 429 slows the provider and runs `flag` (the turn's
+        provider slots are then released as rate-limited)."""
 
         def limited(request: ChatRequest) -> object:
             provider = request.provider or ""
@@ -108,7 +122,8 @@ class ProviderLimiter:
             try:
                 return call(request)
             except LLMCallError as exc:
-                if exc.status == RATE_LIMITED:
+                longer = exc.retry_after is not None and exc.retry_after > self._longest_wait(provider)
+                if exc.status == RATE_LIMITED and not longer:  # a longer wait fails the turn, holding nothing
                     self.slow(provider, exc.retry_after)
                     flag()
                 raise

@@ -41,8 +41,8 @@ def _line(snapshot: Snapshot, now: float, head: str) -> str:
     parts = [f"{head} {snapshot.done}/{snapshot.total}"]
     if snapshot.failed:
         parts.append(f"{snapshot.failed} failed")
-    if snapshot.requeued:
-        parts.append(f"{snapshot.requeued} requeued (429)")
+    if snapshot.rate_limited:
+        parts.append(f"{snapshot.rate_limited} × 429")
     parts.append(f"{rate:.1f}/s" if rate >= 0.1 else f"{60 * rate:.1f}/min")
     parts.append("ETA " + (f"{left:.0f}s" if left is not None else "?"))
     parts.append(

@@ -17,6 +17,7 @@ from .tasks import Task
 
 PLOT_WIDTH, PLOT_HEIGHT = 72, 20
 PARTIAL = "+: some calls reported no tokens (or had no price), so the figure leaves them out"
+SHOWN_FAILURES = 10  # failed turns listed under the table
 
 
 def _percent(value: float | None) -> str:
@@ -165,7 +166,20 @@ def table(summary: Summary) -> str:
         lines.append(f"judge: {format_cost(summary.judge_cost)} (not in the cost per task)")
     if (unjudged := summary.unjudged_line()) is not None:
         lines.append(f"judge: {unjudged}")
+    lines += failed_lines(summary)
     return "\n".join(lines)
+
+
+def failed_lines(summary: Summary, most: int = SHOWN_FAILURES) -> list[str]:
+    """The tasks a system gave no answer to, each with why (the first `most`; results.jsonl has every one)."""
+    failures = summary.failures
+    if not failures:
+        return []
+    lines = [f"failed: {len(failures)} {'turn' if len(failures) == 1 else 'turns'} gave no answer (counted as wrong)"]
+    lines += [f"  task {f.task} × {f.system}: {f.error}" for f in failures[:most]]
+    if len(failures) > most:
+        lines.append(f"  … and {len(failures) - most} more (results.jsonl in the report folder has each)")
+    return lines
 
 
 def plot(summary: Summary, *, width: int = PLOT_WIDTH, height: int = PLOT_HEIGHT) -> str:
@@ -266,6 +280,8 @@ def _markdown(run_id: str, spec: dict[str, Any], summary: Summary, picture: str)
         "family, everything else another.",
         "",
     ]
+    if summary.failures:
+        lines += ["## Failed turns", "", *(f"- {line.strip()}" for line in failed_lines(summary)[1:]), ""]
     if picture:
         lines += ["## Quality against cost", "", "```", picture, "```", ""]
     lines += [

@@ -120,6 +120,18 @@ class SystemResult:
         }
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A task a system gave no answer to (its turn failed), and why."""
+
+    task: str
+    system: str
+    error: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"task": self.task, "system": self.system, "error": self.error}
+
+
 @dataclass
 class Summary:
     results: list[SystemResult]
@@ -133,6 +145,7 @@ class Summary:
     repeats: int = 1
     status: str = "done"
     seconds: float | None = None  # the run's wall time
+    failures: list[Failure] = field(default_factory=list)  # the turns that gave no answer, in task order
 
     @property
     def differences(self) -> list[Comparison]:
@@ -184,6 +197,7 @@ class Summary:
             "constant_baselines": [c.as_json() for c in self.constants],
             "judge_cost": self.judge_cost,
             "unjudged": [{"task": t, "system": n, "error": why} for t, n, why in self.unjudged],
+            "failed": [failure.as_json() for failure in self.failures],
         }
 
 
@@ -231,6 +245,13 @@ def summarise(
         for (task, system), v in sorted(verdicts.items())
         if v.get("score") is None
     ]
+    failures = [
+        Failure(task.id, name, str(record.get("error") or "no answer"))
+        for task in tasks
+        for system in systems
+        for name in (job_name(system.name, repeat) for repeat in range(1, repeats + 1))
+        if (record := answers.get((task.id, name))) is not None and record.get("status") != "ok"
+    ]
     comparisons, lifts = _compare(results, systems, primary, halves([t.id for t in scored_tasks], seed), repeats)
     return Summary(
         results,
@@ -243,6 +264,7 @@ def summarise(
         repeats=repeats,
         status=status,
         seconds=seconds,
+        failures=failures,
     )
 
 

@@ -3,9 +3,10 @@
 A system is a preset (a MoA turn, whose first-layer references are scored too, as their models' single
 answers), a preset's aggregator alone (`--solo`), or any one model (`--baseline`). Each task runs in a
 new conversation, with tools off unless the task asks for them. Turns run on `concurrency` worker threads,
-at most `provider_cap` at a time per provider (limiter.py); a turn that failed on a 429 goes back in the
-queue. Before each turn the chat's own cost estimate (`estimate_turn`) is checked against `max_cost`.
-Judged tasks are judged once every answer is in.
+at most `provider_cap` at a time per provider (limiter.py); a 429 slows its provider, and the turn asks again
+as any turn does (`max_retries`, `max_retry_wait`), so a task makes at most the requests a turn makes.
+Before each turn its cost is reserved against `max_cost` (`Budget`). Judged tasks are judged once every
+answer is in.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config import Config, Preset
@@ -26,6 +28,7 @@ from ..providers import ServerStarter, start_server
 from ..session import ChatSession, TurnResult
 from ..session.attachments import AttachmentError, attach, read_attachment
 from ..store.eval_runs import EvalRunStore
+from .budget import Budget
 from .judge import Judge
 from .limiter import ProviderLimiter
 from .systems import System, job_name, member_names, one_at_a_time, systems_for
@@ -34,7 +37,6 @@ from .tasks import Task
 __all__ = ["EvalRunner", "Snapshot", "System", "answer_record", "member_names", "one_at_a_time", "systems_for"]
 
 ANSWER, JUDGE = "answer", "judge"
-MAX_REQUEUES = 5
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Snapshot:
     total: int
     done: int = 0
     failed: int = 0
-    requeued: int = 0
+    rate_limited: int = 0  # 429s the providers answered
     cost: float = 0.0
     judge_cost: float = 0.0
     started: float = field(default_factory=clock.monotonic)
@@ -55,7 +57,6 @@ class Snapshot:
 class _Job:
     task: Task
     system: System
-    attempt: int = 0
     repeat: int = 1  # 1..repeats: the same task and system asked again (--repeat)
 
 
@@ -78,11 +79,18 @@ class EvalRunner:
         servers: ServerStarter | None = start_server,
         on_progress: Callable[[Snapshot], None] | None = None,
         repeats: int = 1,
+        allowed_paths: Sequence[Path] = (),
     ) -> None:
+        """`allowed_paths`: files and folders outside a task file's folder its tasks may attach (--allow-path)."""
         self.config, self.tasks, self.systems = config, tasks, systems
         self.repeats = max(1, repeats)
+        self.allowed_paths = tuple(allowed_paths)
         self.concurrency = max(1, concurrency)
-        self.limiter = ProviderLimiter(provider_cap or self.concurrency, ceilings=one_at_a_time(systems))
+        self.limiter = ProviderLimiter(
+            provider_cap or self.concurrency,
+            ceilings=one_at_a_time(systems),
+            longest_wait=lambda provider: config.limits(provider).max_retry_wait,
+        )
         self.max_cost = max_cost
         self.store, self.run_id = store, run_id
         self.judge, self.against, self.rubric = judge, against, rubric
@@ -90,9 +98,8 @@ class EvalRunner:
         self._on_progress = on_progress
         self.cancel = CancelToken()
         self.stop = threading.Event()
-        self.budget_stopped = False
         self._lock = threading.Lock()
-        self._reserved = 0.0
+        self.budget = Budget(max_cost, self.stop)
         self.answers: dict[tuple[str, str], dict[str, Any]] = {}
         self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
         if store is not None and run_id is not None:
@@ -102,10 +109,17 @@ class EvalRunner:
 
     # ------------------------------------------------------------------ the run
 
+    @property
+    def budget_stopped(self) -> bool:
+        return self.budget.stopped
+
     def interrupt(self) -> None:
-        """Stop taking work and cancel the turns in flight (Ctrl+C): nothing unfinished is kept."""
+        """Stop taking work and cancel the turns in flight (Ctrl+C, a signal): nothing unfinished is kept, and
+        every wait ends at once (a provider's pause, a turn waiting for the budget)."""
         self.stop.set()
         self.cancel.cancel()
+        self.limiter.wake()
+        self.budget.wake()
 
     def run(self) -> None:
         jobs = [
@@ -117,6 +131,10 @@ class EvalRunner:
         ]
         self.snapshot = Snapshot(total=len(jobs))
         self.snapshot.cost = sum(float(r.get("cost") or 0.0) for r in self.answers.values())
+        self.budget.spent = self.snapshot.cost
+        for record in self.answers.values():  # a resumed run's turns say what one costs
+            if record.get("cost") is not None and record.get("status") == "ok":
+                self.budget.observe(str(record["system"]), float(record["cost"]))
         self._report()
         self._pool(jobs, self._answer_job)
         if self.store is not None and self.run_id is not None:
@@ -150,56 +168,40 @@ class EvalRunner:
             thread.join()
 
     def _report(self) -> None:
+        self.snapshot.rate_limited = sum(self.limiter.rate_limits.values())
         if self._on_progress is not None:
             self._on_progress(self.snapshot)
 
     # ------------------------------------------------------------------ answers
 
-    def _reserve(self, estimate: float) -> bool:
-        """Whether a turn estimated at `estimate` dollars fits the budget (then it is held until it ends)."""
-        with self._lock:
-            if self.max_cost is not None and self.snapshot.cost + self._reserved + estimate > self.max_cost:
-                self.budget_stopped = True
-                self.stop.set()
-                return False
-            self._reserved += estimate
-            return True
-
-    def _answer_job(self, job: _Job, pending: queue.Queue[_Job]) -> None:
+    def _answer_job(self, job: _Job, _pending: queue.Queue[_Job]) -> None:
         task, system = job.task, job.system
         try:
-            content = _content(task)
+            content = _content(task, self.allowed_paths)
         except AttachmentError as exc:
             self._keep_answer(job, _failed_record(task, system, str(exc), job.repeat))
             return
         preset = system.preset if task.tools else dataclasses.replace(system.preset, tools=())
-        estimate = estimate_turn(self.config, preset, [user(content)], solo=system.solo).dollars
-        if not self._reserve(estimate):
+        worst = estimate_turn(self.config, preset, [user(content)], solo=system.solo).dollars
+        reserved = self.budget.reserve(system.name, worst)
+        if reserved is None:
             return
         providers = {preset.aggregator.provider} if system.solo else preset.providers
         if not self.limiter.acquire(providers, self.stop):
-            self._release(estimate, 0.0)
+            self.budget.release(system.name, reserved, None)
             return
         limited = threading.Event()
         try:
             result = self._turn(preset, content, system.solo, limited, task.extractor)
         finally:
             self.limiter.release(providers, rate_limited=limited.is_set())
-        cost = result.ledger.cost() or 0.0
-        self._release(estimate, cost)
+        cost = result.ledger.cost()
+        self.budget.release(system.name, reserved, cost if result.status == "ok" else None, spent=cost or 0.0)
+        with self._lock:
+            self.snapshot.cost = self.budget.spent
         if result.status == "cancelled":
             return  # not kept: --resume runs it again
-        if result.status != "ok" and limited.is_set() and job.attempt < MAX_REQUEUES:
-            with self._lock:
-                self.snapshot.requeued += 1
-            pending.put(dataclasses.replace(job, attempt=job.attempt + 1))
-            return
         self._keep_answer(job, answer_record(task, system, result, job.repeat))
-
-    def _release(self, estimate: float, cost: float) -> None:
-        with self._lock:
-            self._reserved -= estimate
-            self.snapshot.cost += cost
 
     def _turn(
         self,
@@ -273,7 +275,7 @@ class EvalRunner:
             return  # nothing to judge: the answer (or the baseline's) failed; it is counted as failed
         with self._lock:
             if self.max_cost is not None and self.snapshot.cost + self.snapshot.judge_cost > self.max_cost:
-                self.budget_stopped = True
+                self.budget.stopped = True
                 self.stop.set()
                 return
         if not self.limiter.acquire({judge.provider}, self.stop):
@@ -312,8 +314,9 @@ def _without_texts(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "answer": "", "error": None, "members": members}
 
 
-def _content(task: Task) -> str:
-    files = [read_attachment(path) for path in task.attachments]
+def _content(task: Task, allowed: Sequence[Path]) -> str:
+    hint = ", or allow one outside with --allow-path PATH"
+    files = [read_attachment(path, base=Path(task.folder), allowed=allowed, hint=hint) for path in task.attachments]
     return attach(task.text(), files) if files else task.text()
 
 

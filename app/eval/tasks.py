@@ -1,6 +1,7 @@
 """Eval tasks: read from a JSONL or YAML file (or a bundled set by name), each checked as it is read.
 
-A task is a prompt, optional attachments (paths relative to the task file), optional `tools: true`, and at
+A task is a prompt, optional attachments (paths relative to the task file, and inside its folder unless
+`--allow-path` names them), optional `tools: true`, and at
 most one check: `expected`, `regex`, `contains`, `choices` with `answer`, or `number` with `tolerance`.
 A task with no check is judged (`rubric:` gives what the judge scores it against). Every mistake is
 reported as the config's are: file, line and key.
@@ -9,6 +10,7 @@ reported as the config's are: file, line and key.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any
 from ..config.checks import parse_yaml
 from ..config.model import ConfigError, did_you_mean
 from ..config.yaml_positions import PositionedDict, PositionedList
+from ..text.bounded_json import JsonLimitError, loads
 from .checks import LETTERS, Check, Choice, Contains, Expected, Number, Regex
 
 TASK_KEYS = (
@@ -49,6 +52,7 @@ class Task:
     prompt: str
     check: Check | None = None  # None: judged
     attachments: tuple[str, ...] = ()  # absolute paths
+    folder: str = ""  # the task file's folder: attachments come from there
     tools: bool = False
     rubric: str | None = None
     line: int = 0  # where it is written, for messages
@@ -137,9 +141,14 @@ def _jsonl(text: str, path: Path) -> list[tuple[object, int]]:
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         try:
-            items.append((json.loads(line), number))
+            items.append((loads(line), number))
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"invalid JSON at column {exc.colno}: {exc.msg}", path=path, line=number) from exc
+        except JsonLimitError as exc:
+            field = exc.shorten(exc.field) or "the task"
+            raise TaskFileError(f"{field}: {exc.problem}", path=path, line=number) from exc
+        except ValueError as exc:  # an integer too long to read
+            raise TaskFileError(f"invalid JSON: {exc}", path=path, line=number) from exc
     return items
 
 
@@ -201,6 +210,7 @@ def parse_task(raw: object, *, path: Path | str, line: int, number: int) -> Task
         prompt=prompt,
         check=check,
         attachments=tuple(str((base / a).expanduser()) for a in attachments),
+        folder=str(base),
         tools=tools,
         rubric=rubric,
         line=line,
@@ -252,9 +262,16 @@ def _check(raw: dict[Any, Any], key: str | None, fail: Any) -> Check | None:
         raise fail(key, "expected a number")
     try:
         number = float(str(value).replace(",", ""))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise fail(key, f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise fail(key, f"expected a finite number, got {value!r}: no answer can be within a tolerance of it")
     tolerance = raw.get("tolerance", 1e-6)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
-        raise fail("tolerance", "expected a number ≥ 0")
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, int | float)
+        or not math.isfinite(tolerance)
+        or tolerance < 0
+    ):
+        raise fail("tolerance", f"expected a number ≥ 0, not {tolerance!r}")
     return Number(number, float(tolerance))

@@ -76,7 +76,7 @@ def ask_provider(config: Config, provider: str, model: str, *, timeout: float = 
     except ConfigError as exc:
         return ProviderWindow(None, f"cannot ask {provider}: {exc.message}")
     is_ollama = provider == OLLAMA or urlsplit(endpoint.base_url).port == OLLAMA_PORT
-    if is_ollama and provider == OLLAMA and ollama.installed_models(config, fresh=True) is None:
+    if is_ollama and provider == OLLAMA and not _ollama_answers(config):
         # Its list of models is asked without the SDK (ollama.py): an Ollama that is not running costs nothing.
         return ProviderWindow(None, f"Ollama does not answer at {ollama.address(config)}", settled=False)
     client, _ = get_cached_client(provider, model, endpoint.base_url, endpoint.api_key, config=config)
@@ -84,6 +84,15 @@ def ask_provider(config: Config, provider: str, model: str, *, timeout: float = 
     if is_ollama:
         return _ollama(asking, endpoint.base_url, model)
     return _listed(asking, endpoint.base_url, model)
+
+
+def _ollama_answers(config: Config) -> bool:
+    """Whether the configured Ollama answers: taken from its last answer when that said it runs (the chat
+    has asked already), asked again when it has not been asked or did not answer then."""
+    last = ollama.last_answer(config)
+    if last is not None and last.models is not None:
+        return True
+    return ollama.installed_models(config, fresh=True) is not None
 
 
 def _local_window() -> ProviderWindow:

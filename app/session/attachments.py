@@ -4,13 +4,23 @@ An attachment is the file's text, placed after the prompt between markers that n
 see where each file starts and ends, the stored conversation keeps exactly what was sent, and the chat
 can show a compact chip instead of the whole file. Text only, capped in size: every reference gets a
 copy, so a large file costs many times over.
+
+Attachments come from the working folder (an eval task's, from its task file's folder): a path that
+resolves outside it, through `..`, an absolute path or a symlink, is refused, since whatever is attached is
+sent to every model of the panel. A path the user allows by name (`ask --allow-path`) may be outside. The
+file is opened as the file tools open one (tools/workspace.py), so a path swapped for a link mid-way reads
+nothing outside either.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..tools import ToolError, Workspace
 
 MAX_FILE_CHARACTERS = 50_000  # per file; the rest is cut with a note the models can read
 MAX_TOTAL_CHARACTERS = 200_000  # per prompt
@@ -47,19 +57,34 @@ class Chip:
     cut: bool
 
 
-def read_attachment(path: str | Path, *, base: Path | None = None, limit: int = MAX_FILE_CHARACTERS) -> Attachment:
+def read_attachment(
+    path: str | Path, *, base: Path, allowed: Sequence[Path] = (), hint: str = "", limit: int = MAX_FILE_CHARACTERS
+) -> Attachment:
+    """The file at `path` (relative to `base`), which must resolve inside `base` or inside one of `allowed`
+    (files or folders); `hint` ends the refusal of one outside ("pass --allow-path PATH to allow it")."""
     named = str(path)
     file = Path(path).expanduser()
-    if base is not None and not file.is_absolute():
+    if not file.is_absolute():
         file = base / file
+    try:
+        resolved, root = file.resolve(), base.resolve()
+    except OSError as exc:
+        raise AttachmentError(f"cannot attach {named}: {exc.strerror or exc}") from exc
+    if not resolved.is_relative_to(root) and not any(_within(resolved, other) for other in allowed):
+        via = f" (it resolves to {resolved})" if resolved != file else ""
+        raise AttachmentError(
+            f"cannot attach {named}: it is outside the working folder {root}{via}; attachments come from that "
+            f"folder{hint}"
+        )
     if not file.exists():
         raise AttachmentError(f"cannot attach {named}: no such file")
     if not file.is_file():
         raise AttachmentError(f"cannot attach {named}: not a regular file")
     try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise AttachmentError(f"cannot attach {named}: {exc.strerror or exc}") from exc
+        data = _read(resolved, root)
+    except (OSError, ToolError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise AttachmentError(f"cannot attach {named}: {reason}") from exc
     if b"\0" in data[:8192]:
         raise AttachmentError(f"cannot attach {named}: it looks binary; only text files can be attached")
     try:
@@ -70,6 +95,21 @@ def read_attachment(path: str | Path, *, base: Path | None = None, limit: int = 
     if len(text) > limit:
         return Attachment(named, text[:limit], len(text), cut=True)
     return Attachment(named, text, len(text))
+
+
+def _within(path: Path, allowed: Path) -> bool:
+    allowed = allowed.expanduser().resolve()
+    return path == allowed or path.is_relative_to(allowed)
+
+
+def _read(resolved: Path, root: Path) -> bytes:
+    """The bytes of a file checked to be where it may be: inside `root` opened as the file tools open one (no
+    link followed on the way, the file checked again once open); a path allowed by name, as it is."""
+    if not resolved.is_relative_to(root):
+        return resolved.read_bytes()
+    descriptor, _ = Workspace(root).open(str(resolved), os.O_RDONLY)
+    with os.fdopen(descriptor, "rb") as handle:
+        return handle.read()
 
 
 def attach(prompt: str, attachments: list[Attachment]) -> str:

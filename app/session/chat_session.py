@@ -19,9 +19,10 @@ from pathlib import Path
 from ..config import Config, Preset
 from ..config.adhoc import add_reference, replace_aggregator, self_moa, with_preset
 from ..config.pricing import format_cost
-from ..engine import AnswerExtractor, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
+from ..engine import AnswerExtractor, Cancelled, CancelToken, ReferenceFinished, TurnEnv, TurnPlan, clock
 from ..engine.cost import estimate_turn
-from ..engine.events import Notice, Observer, emit
+from ..engine.env import Tracer
+from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
 from ..engine.ledger import UsageLedger
 from ..engine.privacy import model_filter
 from ..llm import CallLLM, call_llm_request, describe_error
@@ -29,14 +30,20 @@ from ..llm.messages import Message, system, user
 from ..providers import ServerStarter, preflight, start_server
 from ..providers.lifecycle import StartAbandoned
 from ..store import SessionStore, StoredMessage, StoreError
+from ..store.health import StoreDamaged
+from ..store.session_lock import WAIT, SessionLock, new_session_id
 from ..store.traces import TraceWriter
 from ..tools import ApprovalPolicy, Approver, McpHub, ToolRegistry, Workspace, tools_for
 from ..tools.environment import tool_environment
 from .chat_tools import ChatTools
+from .compaction import CompactionFailed
+from .context import ContextKeeper
 from .display_scrub import DisplayScrub, privacy_scrub, scrubbed_event
 from .history import Exchange, exchanges, for_models
 from .saving import TurnSaver, saved_messages
 from .tool_loop import CANCELLED, ToolLoop, TurnResult, TurnStatus
+
+LOCK_POLL = 0.2  # seconds between looks at a session's lock another process holds
 
 
 class ChatSession:
@@ -83,6 +90,8 @@ class ChatSession:
         self.store = store
         self.id: str | None = None  # the stored session, created with the first turn
         self.head_id: int | None = None  # the stored message the conversation continues from
+        # Each model's window, the conversation fitted to them, and its summary once compacted.
+        self.context = ContextKeeper(store)
 
     # ------------------------------------------------------------------ the stored conversation
 
@@ -91,9 +100,17 @@ class ChatSession:
         if self.store is None:
             raise StoreError("no session store")
         summary = self.store.session(session_id)
-        self.store.mark_interrupted(summary.id)
+        lock = SessionLock(self.store.file.parent, summary.id)
+        if lock.try_acquire():  # else another process's turn runs on it now: that one is not interrupted
+            try:
+                self.store.mark_interrupted(summary.id)
+            except StoreDamaged:  # read-only now: what it holds can still be read, and continued unsaved
+                pass
+            finally:
+                lock.release()
         self.messages, self.head_id = saved_messages(self.store, summary.id)
         self.id = summary.id
+        self.context.reload(summary.id, self.head_id)
         self.ledger = UsageLedger(c.record for t in self.store.turns(summary.id) for c in t.calls)
         if summary.preset in self.config.presets:
             self.preset = self.config.preset(summary.preset)
@@ -192,16 +209,26 @@ class ChatSession:
         self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None, solo: bool = False
     ) -> TurnResult:
         """Run one turn for the user's `text` on the current preset (`solo`: its aggregator alone, no
-        references). Blocks; never raises."""
-        self.messages.append(user(text))
-        return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo)
+        references). Blocks; never raises. Another process's turn on the same stored session is waited for,
+        and what it added is then part of this turn's context."""
+
+        def turn(new_id: str | None) -> TurnResult:
+            self._follow_the_store(observer)
+            self.messages.append(user(text))
+            return self._turn("ask", observer, cancel, prompt=text, parent_id=self.head_id, solo=solo, new_id=new_id)
+
+        return self._holding_the_session(observer, cancel, turn)
 
     def edit(self, text: str, *, observer: Observer | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` in place of the last prompt, as a new branch: the old prompt and its reply stay, as
         another version of this exchange."""
-        last = self._last_prompt()
-        self.messages = [*self.messages[: self._last_user_index()], user(text)]
-        return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
+
+        def turn(_new_id: str | None) -> TurnResult:
+            last = self._last_prompt()
+            self.messages = [*self.messages[: self._last_user_index()], user(text)]
+            return self._turn("edit", observer, cancel, prompt=text, parent_id=last.parent_id)
+
+        return self._holding_the_session(observer, cancel, turn)
 
     def rerun(
         self, *, aggregator_only: bool, observer: Observer | None = None, cancel: CancelToken | None = None
@@ -217,9 +244,59 @@ class ChatSession:
             if not asked:
                 raise StoreError("this prompt has no stored reference answers to regenerate from; re-ask it instead")
             references = tuple(ReferenceFinished(c.record, c.text, c.reasoning) for c in asked[-1].references)
-        self.messages = self.messages[: self._last_user_index() + 1]
-        kind = "regenerate" if aggregator_only else "reask"
-        return self._turn(kind, observer, cancel, user_id=last.id, references=references)
+
+        def turn(_new_id: str | None) -> TurnResult:
+            self.messages = self.messages[: self._last_user_index() + 1]
+            kind = "regenerate" if aggregator_only else "reask"
+            return self._turn(kind, observer, cancel, user_id=last.id, references=references)
+
+        return self._holding_the_session(observer, cancel, turn)
+
+    def _holding_the_session(
+        self, observer: Observer | None, cancel: CancelToken | None, turn: Callable[[str | None], TurnResult]
+    ) -> TurnResult:
+        """`turn`, run holding the stored session's lock (store/session_lock.py), given the id a session not
+        yet stored is to be stored under (locked before anyone can see it). A turn that cannot have the lock
+        ends cancelled or failed, with nothing written."""
+        if self.store is None:
+            return turn(None)
+        new_id = new_session_id() if self.id is None else None
+        lock = SessionLock(self.store.file.parent, self.id or new_id or "")
+        started = clock.monotonic()
+        try:
+            self._wait_for(lock, observer, cancel or CancelToken())
+        except (Cancelled, StoreError, OSError) as exc:
+            status: TurnStatus = "cancelled" if isinstance(exc, Cancelled) else "failed"
+            error = CANCELLED if isinstance(exc, Cancelled) else f"not sent: {exc}"
+            return TurnResult(status, "", error, round(clock.monotonic() - started, 3), ())
+        try:
+            return turn(new_id)
+        finally:
+            lock.release()
+
+    def _wait_for(self, lock: SessionLock, observer: Observer | None, cancel: CancelToken) -> None:
+        """Take `lock`, waiting while another process's turn holds it (saying so), up to WAIT seconds."""
+        if lock.try_acquire():
+            return
+        holder = lock.holder()
+        who = f" (process {holder})" if holder else ""
+        emit(
+            observer,
+            Notice(
+                f"another moa-chat turn on this session is running{who}: waiting for it to end, up to "
+                f"{WAIT / 60:g} minutes, so that this turn sees its exchange",
+                "warning",
+            ),
+        )
+        deadline = clock.monotonic() + WAIT
+        while not lock.try_acquire():
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    f"another moa-chat turn{who} has held session {self.id} for {WAIT / 60:g} minutes; try again "
+                    "once it has ended"
+                )
+            cancel.sleep(min(LOCK_POLL, left))
 
     def versions(self) -> tuple[int, int]:
         """(which, how many) versions the last exchange has; (1, 1) when it has only one."""
@@ -239,6 +316,7 @@ class ChatSession:
         starts = self.store.alternatives(self.id, self._last_prompt().id)
         self.store.set_head(self.id, self.store.latest_leaf(starts[target]))
         self.messages, self.head_id = saved_messages(self.store, self.id)
+        self.context.reload(self.id, self.head_id)
         return self.versions()
 
     def _has_prompt(self) -> bool:
@@ -266,6 +344,7 @@ class ChatSession:
         user_id: int | None = None,
         references: tuple[ReferenceFinished, ...] | None = None,
         solo: bool = False,
+        new_id: str | None = None,
     ) -> TurnResult:
         started = clock.monotonic()
         preset = self.preset
@@ -275,15 +354,10 @@ class ChatSession:
         shown = DisplayScrub(observer, display) if observer is not None and display is not None else None
         if shown is not None:
             observer = shown  # the front end sees redacted text; the saver below keeps it as it was
-        saver = self._begin_saving(kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id)
-        env = TurnEnv(
-            self.config,
-            call=self._call,
-            cancel=cancel,
-            observer=saver if saver is not None else observer,
-            tracer=saver.tracer if saver is not None else None,
-            message_filter=model_filter(self.config),
+        saver = self._begin_saving(
+            kind, preset, observer, prompt=prompt, parent_id=parent_id, user_id=user_id, new_id=new_id
         )
+        env = self._env(preset, cancel, saver if saver is not None else observer, saver.tracer if saver else None)
         plan = TurnPlan(
             preset,
             solo=solo,
@@ -301,8 +375,13 @@ class ChatSession:
                 seconds = round(clock.monotonic() - started, 3)
                 result = TurnResult(status=status, text="", error=error, seconds=seconds, references=())
             else:
-                loop = ToolLoop(env, plan, ChatTools(registry, self.approval))
+                tools = ChatTools(registry, self.approval)
+                stored = (self.id, self.head_id)
+                self.context.compact_if_due(env, preset, self.messages, stored, tools=tools.offered(), solo=solo)
+                loop = ToolLoop(env, plan, tools)
                 result = loop.run(self._for_models(preset))
+                if references is None:  # asked this turn, not a regeneration's stored answers
+                    self.context.note_answers(env.budget, preset, result.references)
         except Exception as exc:  # a bug must end the turn visibly, never leave it running
             result = TurnResult(
                 status="failed",
@@ -331,10 +410,30 @@ class ChatSession:
             )
         return result
 
+    def _env(
+        self, preset: Preset, cancel: CancelToken, observer: Observer | None, tracer: Tracer | None = None
+    ) -> TurnEnv:
+        """A turn's environment on `preset`: the session's CallLLM, the models' windows, the privacy filter."""
+        budget = self.context.budget(self.config, preset)
+        filtered = model_filter(self.config)
+        return TurnEnv(self.config, self._call, cancel, observer, tracer, filtered, budget=budget)
+
+    def compact(self, cancel: CancelToken | None = None) -> CompactionEnded | None:
+        """Compact the conversation now (the chat's "Compact now"): how it ended (its error says why it did
+        not), or None when no exchange is left to summarise. Blocks: a worker thread's."""
+        events: list[TurnEvent] = []
+        env = self._env(self.preset, cancel or CancelToken(), events.append)
+        with contextlib.suppress(CompactionFailed):  # its CompactionEnded says why
+            if self._start_servers(self.preset, env, aggregator_only=True) is None:
+                self.context.compact(env, self.preset, self.messages, (self.id, self.head_id))
+        self.ledger.extend(env.ledger.records)
+        return next((e for e in events if isinstance(e, CompactionEnded)), None)
+
     def _for_models(self, preset: Preset) -> list[Message]:
         """The conversation as the models are sent it, starting with the system prompt: the session's (ask
-        --system), else the preset's, else the config's; sent first, never stored."""
-        conversation = for_models(self.messages)
+        --system), else the preset's, else the config's; sent first, never stored. A compacted conversation's
+        summary stands in for the exchanges it summarises."""
+        conversation = self.context.view(self.messages)
         prompt = self.system_prompt if self.system_prompt is not None else self.config.system_prompt_for(preset)
         if prompt and not (conversation and conversation[0]["role"] == "system"):
             conversation.insert(0, system(prompt))
@@ -349,6 +448,20 @@ class ChatSession:
             stored, head = saved_messages(self.store, self.id)
             if len(stored) != len(self.messages):
                 self.messages, self.head_id = stored, head
+                self.context.reload(self.id, head)
+
+    def _follow_the_store(self, observer: Observer | None) -> None:
+        """Before a turn: when another process continued this session (while this one waited for it), the
+        conversation as stored now, what it added included; `observer` is told."""
+        if self.store is None or self.id is None:
+            return
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            stored, head = saved_messages(self.store, self.id)
+            if head is not None and head != self.head_id:
+                self.messages, self.head_id = stored, head
+                self.context.reload(self.id, head)
+                message = "another moa-chat process continued this session meanwhile; this turn sees what it added"
+                emit(observer, Notice(message))
 
     def _start_servers(self, preset: Preset, env: TurnEnv, *, aggregator_only: bool) -> tuple[TurnStatus, str] | None:
         """Start the servers moa-chat runs itself for this turn's models (the local model) before the first
@@ -377,12 +490,13 @@ class ChatSession:
         prompt: str | None,
         parent_id: int | None,
         user_id: int | None,
+        new_id: str | None = None,
     ) -> TurnSaver | None:
         if self.store is None:
             return None
         try:
             if self.id is None:
-                self.id = self.store.create_session(preset.name, title=prompt or "")
+                self.id = self.store.create_session(preset.name, title=prompt or "", session_id=new_id)
             saver = TurnSaver.begin(
                 self.store,
                 self.id,
@@ -406,6 +520,7 @@ class ChatSession:
         self.messages = []
         self.ledger = UsageLedger()
         self.id = self.head_id = None
+        self.context.forget()
 
     def begin_close(self) -> None:
         """Start stopping what this session runs (its MCP servers) without waiting; close() waits."""

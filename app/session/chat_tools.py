@@ -13,7 +13,7 @@ from ..engine import Cancelled, TurnEnv
 from ..engine.events import ToolCallEvent, ToolStatus
 from ..llm import ToolCall
 from ..llm.messages import ToolSpec
-from ..tools import ApprovalPolicy, ApprovalRequest, ToolRegistry, Verdict
+from ..tools import ApprovalPolicy, ApprovalRequest, ApprovalVerdict, ToolRegistry
 from .tool_loop import CANCELLED
 
 DENIED = "denied by the user"
@@ -80,7 +80,7 @@ class ChatTools:
         if reason is not None:
             report("awaiting_approval")
             kind: Literal["change", "reach"] = "reach" if tool.read_only else "change"
-            verdict = Verdict("deny", denied_by="no_one_to_ask")
+            verdict = ApprovalVerdict("deny", denied_by="no_one_to_ask")
             if self.approval is not None:
                 preview = tool.preview(arguments) or reason or None
                 request = ApprovalRequest(call.id, call.name, arguments, preview, kind=kind)

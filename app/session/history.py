@@ -8,6 +8,7 @@ from typing import Any
 
 from ..llm.messages import Message
 from ..store import SessionStore, StoredTurn
+from ..store.summaries import StoredSummary
 
 
 @dataclass
@@ -15,21 +16,25 @@ class Exchange:
     prompt: str | None  # None for a reply with no prompt before it (never written by moa-chat itself)
     reply: list[dict[str, Any]] = field(default_factory=list)  # assistant and tool messages, in order
     turn: StoredTurn | None = None  # the MoA turn that wrote the reply (references, usage, status)
+    summary: StoredSummary | None = None  # the conversation was compacted right after this exchange
 
 
 def exchanges(store: SessionStore, session_id: str) -> list[Exchange]:
     turns = {turn.id: turn for turn in store.turns(session_id)}
     by_user = {turn.user_message_id: turn for turn in turns.values()}
+    after = {s.after_message_id: s for s in store.summaries.of_session(session_id) if s.after_message_id is not None}
     found: list[Exchange] = []
     for message in store.path(session_id):
         if message.role == "user":
             found.append(Exchange(message.content, turn=by_user.get(message.id)))
-            continue
-        if not found:
-            found.append(Exchange(None))
-        found[-1].reply.append(message.as_chat())
-        if message.turn_id in turns:
-            found[-1].turn = turns[message.turn_id]
+        else:
+            if not found:
+                found.append(Exchange(None))
+            found[-1].reply.append(message.as_chat())
+            if message.turn_id in turns:
+                found[-1].turn = turns[message.turn_id]
+        if message.id in after:
+            found[-1].summary = after[message.id]
     return found
 
 

@@ -21,7 +21,7 @@ from typing import Any, cast
 from ..config import Preset
 from ..engine import AggregatorFinished, AgreementChecked, ReferenceFinished, ReplyDelta, ReplyRestarted, clock
 from ..engine.env import Tracer
-from ..engine.events import Notice, Observer, TurnEvent, emit
+from ..engine.events import CompactionEnded, Notice, Observer, TurnEvent, emit
 from ..llm.messages import Message, assistant, user
 from ..store import SessionStore, StoredCall, StoreError
 from ..store.traces import TraceWriter
@@ -95,9 +95,9 @@ class TurnSaver:
             self._dirty = True
             if clock.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self.flush()
-        elif isinstance(event, ReferenceFinished | AgreementChecked) and event.record is not None:
+        elif isinstance(event, ReferenceFinished | AgreementChecked | CompactionEnded) and event.record is not None:
             reasoning = event.reasoning if isinstance(event, ReferenceFinished) else ""
-            self.calls.append(StoredCall(event.record, event.text, reasoning))  # an agreement judge's call too
+            self.calls.append(StoredCall(event.record, event.text, reasoning))  # a judge's or a compaction's too
         elif isinstance(event, AggregatorFinished):
             self.calls.append(StoredCall(event.record, reasoning=event.reasoning))
             if self._rounds and self._rounds[-1]:
@@ -180,7 +180,10 @@ class TurnSaver:
         if not self._failed:
             self._failed = True
             logger.warning("could not save the turn: %s", exc)
-            emit(self.observer, Notice(f"This turn could not be saved to {self.store.file}: {exc}", "warning"))
+            # What the store holds of it, as it stands: the prompt, and the reply as far as it was saved.
+            reply = "the reply as far as it had streamed" if self._partial_id is not None else "none of the reply"
+            kept = f"Stored: the prompt, and {reply}; the turn shows as unfinished."
+            emit(self.observer, Notice(f"This turn could not be saved to {self.store.file}: {exc}. {kept}", "warning"))
 
 
 def saved_messages(store: SessionStore, session_id: str) -> tuple[list[Message], int | None]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .database import StoreError, connect, default_path
+from .database import StoreError, connect, default_path, is_damage
+from .health import StoreDamaged, StoreHealth
 
 SESSION = "session"  # a result kind of its own: one invocation's wall time
 
@@ -35,21 +36,33 @@ class EvalRunStore:
         self.file = path or default_path()
         self._db = connect(self.file)
         self._lock = threading.Lock()
+        self.health = StoreHealth.watching(self.file)  # as the session store's: nothing written once damaged
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     def _write(self, sql: str, args: tuple[object, ...]) -> None:
+        self.health.writable()
         with self._lock:
             try:
                 self._db.execute(sql, args)
             except sqlite3.Error as exc:
+                self._raise_if_damaged(exc)
                 raise StoreError(f"could not save the eval result to {self.file} ({exc})") from exc
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return list(self._db.execute(sql, args))
+            try:
+                return list(self._db.execute(sql, args))
+            except sqlite3.Error as exc:
+                self._raise_if_damaged(exc)
+                raise
+
+    def _raise_if_damaged(self, exc: sqlite3.Error) -> None:
+        if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+            self.health.found(str(exc))
+            raise StoreDamaged(self.health.message) from exc
 
     def create(self, spec: dict[str, Any], *, run_id: str | None = None) -> str:
         now = time.time()

@@ -147,6 +147,27 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (provider, model)
     );
     """,
+    # 9: a long conversation's summaries (compaction): each stands, for the models, for the conversation up to
+    # and including one message, so a reopened session sends what it sent before (and was made after another,
+    # where the log shows it); the whole history stays. And
+    # what each call sent, as counted before sending, beside its model's window then.
+    """
+    CREATE TABLE summaries (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        upto_message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        after_message_id INTEGER REFERENCES messages (id) ON DELETE SET NULL,
+        text TEXT NOT NULL,
+        exchanges INTEGER NOT NULL,
+        tokens_before INTEGER NOT NULL,
+        tokens_after INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX summaries_by_session ON summaries (session_id, upto_message_id);
+    ALTER TABLE calls ADD COLUMN sent_tokens INTEGER;
+    ALTER TABLE calls ADD COLUMN context_window INTEGER;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..llm.tokens import Calibration
 from ..llm.windows import LearnedWindow
+from .database import StoreError
 
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
@@ -52,6 +53,8 @@ class ModelFacts:
             if "no such table" in str(exc) or "unable to open" in str(exc):
                 return None
             raise
+        except StoreError:  # a damaged database (store/health.py): nothing is known
+            return None
 
     def learned_window(self, provider: str, model: str) -> LearnedWindow | None:
         row = self._row(provider, model)
@@ -98,7 +101,7 @@ class ModelFacts:
         columns = ", ".join(values)
         updates = ", ".join(f"{column} = excluded.{column}" for column in values)
         marks = ", ".join("?" for _ in values)
-        with self._connection() as db:
+        with contextlib.suppress(StoreError), self._connection() as db:  # damaged: kept for this run only
             db.execute(
                 f"INSERT INTO model_facts (provider, model, {columns}) VALUES (?, ?, {marks})"
                 f" ON CONFLICT (provider, model) DO UPDATE SET {updates}",

@@ -16,7 +16,6 @@ import json
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,12 @@ from ..config import Preset
 from ..engine.events import CallRecord
 from ..llm.usage import Usage
 from .continuation import latest_leaf_of, place_after_latest
-from .database import StoreError, connect, damaged, default_path
+from .database import StoreError, connect, default_path, is_damage
+from .health import StoreDamaged, StoreHealth
 from .json_shapes import PresetJson, SummaryJson, ToolCallJson
 from .model_facts import ModelFacts
+from .session_lock import new_session_id
+from .summaries import Summaries
 
 TITLE_LENGTH = 60
 # A session's turns are its exchanges: the prompts on the conversation shown (the path to its head). A
@@ -131,11 +133,12 @@ class SessionStore:
         self.file = path or default_path()
         self._db = connect(self.file)
         self._lock = threading.RLock()
-        # Learned context windows and token calibrations, per model: the llm layer's WindowMemory and
-        # CalibrationMemory.
-        self.model_facts = ModelFacts(self.transaction)
+        self.health = StoreHealth.watching(self.file)  # writes wait for its check, and stop once it finds damage
+        self.model_facts = ModelFacts(self.transaction)  # learned windows and token calibrations, per model
+        self.summaries = Summaries(self.transaction)
 
     def close(self) -> None:
+        self.health.stop()
         with self._lock:
             self._db.close()
 
@@ -148,6 +151,7 @@ class SessionStore:
         every later write on this connection would then fail with "cannot start a transaction within a
         transaction" or, worse, land in that stale transaction and vanish with it.
         """
+        self.health.writable()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -163,6 +167,7 @@ class SessionStore:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
+                self._raise_if_damaged(exc)
                 raise StoreError(
                     f"could not save to {self.file} ({exc}); the change was not kept. Check that the disk has"
                     " free space and that no other program holds the database locked, then try again"
@@ -183,16 +188,16 @@ class SessionStore:
                 self._raise_if_damaged(exc)
                 raise
 
-    def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
-        error = damaged(self.file, exc)
-        if error is not None:
-            raise error from exc
+    def _raise_if_damaged(self, exc: sqlite3.Error) -> None:
+        if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+            self.health.found(str(exc))
+            raise StoreDamaged(self.health.message) from exc
 
     # ------------------------------------------------------------------ sessions
 
     def create_session(self, preset: str, title: str = "", *, session_id: str | None = None) -> str:
         now = time.time()
-        session_id = session_id or uuid.uuid4().hex[:12]
+        session_id = session_id or new_session_id()  # an id locked before the session exists: session_lock.py
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, title, created, updated, preset) VALUES (?, ?, ?, ?, ?)",
@@ -461,9 +466,6 @@ class SessionStore:
         return [row["text"] for row in reversed(rows)]
 
 
-# --------------------------------------------------------------------------- rows
-
-
 def make_title(text: str) -> str:
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return first if len(first) <= TITLE_LENGTH else first[: TITLE_LENGTH - 1].rstrip() + "…"
@@ -525,6 +527,8 @@ def _call(row: sqlite3.Row) -> StoredCall:
         error=row["error"],
         layer=row["layer"],
         cost=row["cost"],
+        sent_tokens=row["sent_tokens"],
+        window=row["context_window"],
     )
     return StoredCall(record, row["text"], row["reasoning"] or "")
 
@@ -533,8 +537,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
     record, usage = call.record, call.record.usage
     db.execute(
         "INSERT INTO calls (turn_id, role, label, idx, layer, iteration, status, text, error, prompt_tokens,"
-        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " completion_tokens, total_tokens, seconds, first_token_seconds, finish_reason, cost, reasoning,"
+        " sent_tokens, context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             record.role,
@@ -553,6 +557,8 @@ def _insert_call(db: sqlite3.Connection, turn_id: int, call: StoredCall) -> None
             record.finish_reason,
             record.cost,
             clean(call.reasoning) or None,
+            record.sent_tokens,
+            record.window,
         ),
     )
 

@@ -1,6 +1,6 @@
 """Tools the aggregator can call: the registry, the built-ins, MCP servers, selection and approval."""
 
-from .approval import Answering, ApprovalPolicy, ApprovalRequest, Approver, Decision, DeniedBy, Verdict
+from .approval import Answering, ApprovalPolicy, ApprovalRequest, ApprovalVerdict, Approver, Decision, DeniedBy
 from .mcp_bridge import McpHub
 from .registry import Tool, ToolError, ToolRegistry
 from .selection import select_tools, tools_for
@@ -10,6 +10,7 @@ __all__ = [
     "Answering",
     "ApprovalPolicy",
     "ApprovalRequest",
+    "ApprovalVerdict",
     "Approver",
     "Decision",
     "DeniedBy",
@@ -17,7 +18,6 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolRegistry",
-    "Verdict",
     "Workspace",
     "select_tools",
     "tools_for",

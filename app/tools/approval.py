@@ -31,7 +31,7 @@ class ApprovalRequest:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ApprovalVerdict:
     """What ApprovalPolicy settles for one call: the decision and, for a denial, who gave it, so the model
     is told the truth ("denied by the user" is false when no one was asked)."""
 
@@ -75,16 +75,16 @@ class ApprovalPolicy:
         self.allow_local = allow_local  # `ask --allow-local`: reading this machine and its network; --yes is not it
         self.always: set[str] = set()
 
-    def decide(self, request: ApprovalRequest, cancel: CancelToken) -> Verdict:
+    def decide(self, request: ApprovalRequest, cancel: CancelToken) -> ApprovalVerdict:
         """The verdict on `request`; Cancelled as soon as `cancel` is, with the question withdrawn."""
         allowed = self.allow_local if request.kind == "reach" else self.allow_all
         if allowed or request.tool in self.always:
-            return Verdict("allow_once")
+            return ApprovalVerdict("allow_once")
         if self.approver is None:
-            return Verdict("deny", denied_by="no_one_to_ask")
+            return ApprovalVerdict("deny", denied_by="no_one_to_ask")
         decision = cancel.wait_for(self.approver.ask(request))
         if decision == "allow_always":
             self.always.add(request.tool)
-        verdict = Verdict(decision)
+        verdict = ApprovalVerdict(decision)
         # Anything but an allow from the approver is the user's no.
-        return verdict if verdict.allowed else Verdict("deny", denied_by="user")
+        return verdict if verdict.allowed else ApprovalVerdict("deny", denied_by="user")

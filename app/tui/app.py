@@ -35,6 +35,7 @@ from ..session import ChatSession
 from ..tools import Approver
 from . import heap
 from .approver import DialogApprover
+from .bridge import TurnFinished
 from .commands import ModelCommands, PresetCommands, chat_commands
 from .keys import declared_bindings, help_rows, key_texts, use_key_parser
 from .screens.chat import ChatScreen, find_chat
@@ -235,7 +236,6 @@ class MoAChatApp(App[int]):
 
         if self._freeze_heap:
             heap.first_frame()
-            self.watch(self.chat, "turn_running", self._turn_running_changed, init=False)
         self.recheck_ollama()
         if self.OLLAMA_RECHECK is not None:
             self.set_interval(self.OLLAMA_RECHECK, self.recheck_ollama)
@@ -254,8 +254,11 @@ class MoAChatApp(App[int]):
         if message.freeze:
             heap.freeze_loaded()
 
-    def _turn_running_changed(self, running: bool) -> None:
-        if not running:
+    def on_turn_finished(self, message: TurnFinished) -> None:
+        """A turn's end, after the chat has shown it (the message comes up from the chat screen): its cycles are
+        collected once its reply is painted. The message comes twice for a drained reply; the first finds the
+        turn still on."""
+        if self._freeze_heap and not self.chat.turn_running:
             heap.collect_after_turn(self.set_timer, lambda: self.chat.turn_running)
 
     @work(thread=True, group="ollama", exit_on_error=False)

@@ -106,6 +106,14 @@ CHAT_BINDINGS: list[BindingType] = [
     ),
     Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation", tooltip="new conversation"),
     Binding(
+        "ctrl+l",
+        "compact",
+        "Compact",
+        id="compact",
+        show=False,
+        tooltip="summarise the conversation's earlier exchanges now, to keep it within the models' windows",
+    ),
+    Binding(
         "ctrl+r",
         "rerun(False)",
         "Re-ask",

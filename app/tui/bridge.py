@@ -48,9 +48,13 @@ class ReplyText(Message):
         self.thinking = thinking
 
 
-class TurnDone(Message):
+class TurnFinished(Message):
+    """The turn's thread is done, with its result: the last message of a turn (TurnRunner.end).
+
+    `shown`: the reply's text is all on screen already. The turn's thread posts it without; when the reply has
+    outrun the screen, the runner drains the reply first and posts it again, shown, once all of it is painted."""
+
     def __init__(self, result: TurnResult, *, shown: bool = False) -> None:
-        """`shown`: the reply's text is all on screen (the screen posts the message again once it is)."""
         super().__init__()
         self.result = result
         self.shown = shown
@@ -143,7 +147,7 @@ class TurnBridge:
 
     def post_after_text(self, message: Message) -> None:
         """Post `message` behind all text that arrived before it (a tool block, the end of the turn)."""
-        if isinstance(message, TurnDone):
+        if isinstance(message, TurnFinished):
             self._dispatched.set()  # the turn ended before anything else said so
         with self._lock:
             thought = self._take_thinking()

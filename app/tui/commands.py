@@ -123,6 +123,12 @@ def chat_commands(chat: ChatScreen) -> Iterable[SystemCommand]:
     yield SystemCommand(
         "Toggle sidebar", f"Show or hide the reference sidebar{key('toggle_sidebar')}", chat.action_toggle_sidebar
     )
+    if chat.session.messages and not chat.turn_running:
+        yield SystemCommand(
+            "Compact now",
+            f"Summarise the earlier exchanges, to keep the conversation within the models' windows{key('compact')}",
+            chat.action_compact,
+        )
     if chat.last_reply is not None:
         yield SystemCommand(
             "Copy reply", f"Copy the last reply to the clipboard{key('copy_reply')}", chat.action_copy_reply

@@ -2,7 +2,7 @@
 
 Textual paints a screen from its update timer, which runs while the screen has a change to show and ticks
 within a frame period of it: a stream's frames keep that pace, and a key's echo or a turn's end waits less
-than a user can see. One kind of frame is different: a reply's drain (tui/widgets/reply.py) shows a backlog
+than a user can see. One kind of frame is different: a reply's drain (tui/reply_pacer.py) shows a backlog
 batch by batch and waits for each batch's frame before it draws the next, so every tick's wait adds up over
 the drain. While a screen says it spaces its changes out itself that way (`paints_uncapped`), and for one
 frame a user waits for (`paint_next_at_once`: a turn's end), it paints as soon as it is idle instead. So
@@ -29,7 +29,7 @@ class PromptlyPainted(OwedTickScreen[ResultType]):
 
     def paints_uncapped(self) -> bool:
         """Whether the screen paints each change as soon as it is idle: while something else spaces the
-        changes out and waits for each to be painted (a reply's drain, tui/widgets/reply.py)."""
+        changes out and waits for each to be painted (a reply's drain, tui/reply_pacer.py)."""
         return False
 
     def paint_next_at_once(self) -> None:

@@ -16,23 +16,25 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import ActiveBinding
 from textual.containers import Horizontal
-from textual.reactive import reactive
 from textual.widgets import OptionList
 
 from ...config import Preset
 from ...engine.panel import panel
 from ...session import ChatSession, Exchange
 from ...session.attachments import AttachmentError, attach, mentioned_files, read_attachment, split_attachments
+from ...store import StoreError
 from ...text.wording import plural
 from ..bindings import CHAT_BINDINGS, footer_bindings, footer_ids
-from ..bridge import CoreEvent, ReplyText, TurnDone
+from ..bridge import CoreEvent, ReplyText, TurnFinished
+from ..context_actions import compact_now, open_summary, refused
 from ..host import ChatHost
 from ..keys import key_texts
 from ..last_reply import copy_code, copy_reply, show_panel, show_side_by_side
 from ..preset_choices import PresetChoices
 from ..tab_order import TabOrder
-from ..turn_runner import Edit, Rerun, Send, TurnRunner
+from ..turn_runner import Edit, Rerun, Send, TurnPhase, TurnRequest, TurnRunner
 from ..widgets.chat_log import ChatLog, NoticeLine, UserMessage, Welcome
+from ..widgets.compaction_marker import CompactionMarker
 from ..widgets.footer import KeyFooter
 from ..widgets.header import StatusHeader
 from ..widgets.path_completion import PathCompletion
@@ -40,6 +42,7 @@ from ..widgets.prompt_input import PromptInput
 from ..widgets.reference_card import ReferenceCard
 from ..widgets.reply import AssistantReply
 from ..widgets.sidebar import ReferenceSidebar
+from ..widgets.store_watch import StoreWatch
 from .confirm import ConfirmScreen
 from .session_browser import SessionsScreen
 
@@ -68,17 +71,13 @@ class ChatScreen(TabOrder):
 
     BINDINGS = CHAT_BINDINGS
 
-    # No repaint: nothing the screen draws itself depends on it (a repaint is of the whole screen, in the
-    # finished reply's frame); the prompt and the footer follow it in `_show_busy`.
-    turn_running: reactive[bool] = reactive(False, init=False, repaint=False)
-
     def __init__(self, session: ChatSession, host: ChatHost, *, notice: str | None = None) -> None:
         """`host`: the app, for the clipboard and the models a local Ollama has."""
         super().__init__()
         self.session = session
         self.host = host
         self.notice = notice
-        self.runner = TurnRunner(session, self, self._set_turn_running)
+        self.runner = TurnRunner(session, self)
         self.presets = PresetChoices(session, self, host, self._show_switched)
         self._history = session.history()  # the stored conversation this screen opens with, until it is shown
         self.last_reply: AssistantReply | None = None  # the newest reply on screen, once finished
@@ -86,7 +85,11 @@ class ChatScreen(TabOrder):
         self._clear_after_turn = False
         self._editing = False  # the prompt box holds an edit of the last prompt
         self._solo_next = False  # Ctrl+T: the next prompt goes to the aggregator alone
-        self._shown_before_end = False  # the turn that is ending drained its reply: all of it is on screen
+
+    @property
+    def turn_running(self) -> bool:
+        """Whether a turn is on (running, or its reply still being shown): the prompt looks busy, Esc cancels."""
+        return self.runner.phase is not TurnPhase.IDLE
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
@@ -134,6 +137,7 @@ class ChatScreen(TabOrder):
         yield PromptInput(id="prompt")
         yield KeyFooter()
         yield PathCompletion(id="path-completion")
+        yield StoreWatch(self.session.store)
 
     def _opening_notices(self) -> list[NoticeLine]:
         """Why the app started as it did (the preset it chose), and a preset's missing keys."""
@@ -144,7 +148,7 @@ class ChatScreen(TabOrder):
     def paints_uncapped(self) -> bool:
         # A drain waits for each batch's frame before the next batch (its work spaces the frames out); waiting
         # for the timer's tick as well would add to every batch, and the log's scroll to its new end a second frame.
-        return self.runner.draining
+        return self.runner.phase is TurnPhase.DRAINING
 
     async def on_mount(self) -> None:
         if self._history:
@@ -158,22 +162,11 @@ class ChatScreen(TabOrder):
         if self.session.config.mcp_servers:
             self.runner.start_mcp()
 
-    def _set_turn_running(self, running: bool) -> None:
-        self.turn_running = running
-
-    def watch_turn_running(self, running: bool) -> None:
-        if running or self._shown_before_end:
-            # A drained reply was on screen before its turn ended (on_turn_done): nothing of it waits for this.
-            self._show_busy(running)
-        else:
-            # The finished reply's frame first: restyling the prompt and the footer's keys is a large part of it
-            # on a slow machine (bench/fanout.py), and they can follow a frame later.
-            self.call_after_refresh(self._show_busy, False)
-
-    def _show_busy(self, running: bool) -> None:
-        if running == self.turn_running:  # not a stale call from a turn that has already ended, or begun
-            self.query_one(PromptInput).set_class(running, "-busy")
-            self.refresh_bindings()
+    def _show_turn_phase(self) -> None:
+        """The prompt's look and the footer's keys as the turn's phase is when this runs (called a frame late,
+        it shows the phase then, never a stale one)."""
+        self.query_one(PromptInput).set_class(self.turn_running, "-busy")
+        self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_turn":
@@ -203,7 +196,7 @@ class ChatScreen(TabOrder):
         if error:
             self.notify(error, severity="error", timeout=8)
             return
-        await self.runner.dispatch(Rerun(aggregator_only))
+        await self._dispatch(Rerun(aggregator_only))
         await self.chat_log.drop_after(last)
         await self.runner.show_reply(self.chat_log, self.sidebar)
 
@@ -248,7 +241,11 @@ class ChatScreen(TabOrder):
         if self.turn_running:
             self.notify("A turn is running — wait for it, or press Esc, then open the session.", severity="warning")
             return
-        self.session.open(session_id)
+        try:
+            self.session.open(session_id)
+        except StoreError as exc:  # the store cannot read it (damaged): the open conversation stays
+            self.notify(str(exc), title="Cannot open the session", severity="error")
+            return
         await self._render_session()
         self.query_one(StatusHeader).show(self.preset, ledger=self.session.ledger)
         await self.sidebar.show_preset(self.preset)
@@ -276,6 +273,8 @@ class ChatScreen(TabOrder):
         except AttachmentError as exc:
             self.notify(str(exc), title="Not sent", severity="error")  # the prompt stays in the box
             return
+        if refused(self, self.session, content, files):  # no window of the preset's models can hold it
+            return
         solo, self._solo_next = self._solo_next, False
         typed = event.text
 
@@ -294,6 +293,16 @@ class ChatScreen(TabOrder):
             return
         await send()
 
+    def action_compact(self) -> None:
+        """Ctrl+L: summarise the conversation's earlier exchanges now."""
+        if self.turn_running:
+            self.notify("A turn is running — wait for it, or press Esc to cancel it.", severity="warning")
+            return
+        compact_now(self, self.session, self.chat_log)
+
+    def on_compaction_marker_opened(self, event: CompactionMarker.Opened) -> None:
+        open_summary(self, event.marker)
+
     def action_send_solo(self) -> None:
         """Ctrl+T: send what is in the prompt to the aggregator alone."""
         self._solo_next = True
@@ -301,7 +310,18 @@ class ChatScreen(TabOrder):
 
     async def start_turn(self, text: str, *, solo: bool = False) -> None:
         editing, self._editing = self._editing, False
-        await self.runner.start(Edit(text) if editing else Send(text, solo=solo), self.chat_log, self.sidebar)
+        request = Edit(text) if editing else Send(text, solo=solo)
+        error, warning = self.session.preflight(self.preset)
+        if error is None:
+            await self._dispatch(request)
+        await self.runner.show_prompt(request, self.chat_log, self.sidebar, error=error, warning=warning)
+
+    async def _dispatch(self, request: TurnRequest) -> None:
+        """Start `request`'s turn: its requests leave before the screen does any of its work for the turn, and
+        the prompt and the keys look busy from the frame that shows the prompt sent."""
+        self.runner.dispatch(request)
+        self._show_turn_phase()
+        await self.runner.stand_aside()
 
     async def on_core_event(self, message: CoreEvent) -> None:
         await self.runner.apply(message, self.chat_log, self.sidebar)
@@ -309,17 +329,25 @@ class ChatScreen(TabOrder):
     async def on_reply_text(self, message: ReplyText) -> None:
         await self.runner.append_text(message)
 
-    async def on_turn_done(self, message: TurnDone) -> None:
-        if self.runner.holds_back(message):  # the reply's rest is being shown: the message comes again
+    async def on_turn_finished(self, message: TurnFinished) -> None:
+        """The end of a turn, the one place the screen changes for it. The runner ends it (`TurnRunner.end`): the
+        reply's last text and its footer, and the sidebar's cards, in one frame; or while the reply outruns the
+        screen, it drains the rest first and the message comes again, `shown`. Then the header's totals, and the
+        prompt and the footer's keys ready for the next turn: in the same frame when the reply was drained
+        (nothing of it waits for them), else a frame later, so that the finished reply's frame comes first
+        (restyling them is a large part of that frame on a slow machine, bench/fanout.py). That frame is
+        painted as soon as the screen is idle, not held to the stream's frame pace."""
+        reply = await self.runner.end(message, self.sidebar)
+        if self.runner.phase is TurnPhase.DRAINING:
             return
-        reply = await self.runner.finish(message.result, self.sidebar)
         if reply is not None:
             self.last_reply = reply
         self.query_one(StatusHeader).show(ledger=self.session.ledger)
-        self._shown_before_end = message.shown
-        self.turn_running = False
-        self._shown_before_end = False
-        self.paint_next_at_once()  # the finished reply: not held to the stream's frame pace
+        if message.shown:
+            self._show_turn_phase()
+        else:
+            self.call_after_refresh(self._show_turn_phase)
+        self.paint_next_at_once()
         if self._sidebar_stale:
             self._sidebar_stale = False
             await self.sidebar.show_preset(self.preset)
@@ -328,7 +356,7 @@ class ChatScreen(TabOrder):
             await self._clear()
 
     def action_cancel_turn(self) -> None:
-        if self.runner.running:
+        if self.turn_running:
             self.runner.cancel()
         elif self._editing:  # no turn running: Esc stops an edit
             self._editing = False

@@ -10,11 +10,11 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ...session.reply_parts import PanelAnswer
 from ...text.inert import inert
 from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
-from ..widgets.reply import PanelAnswer
 
 
 def panel_markdown(answers: tuple[PanelAnswer, ...]) -> str:

@@ -4,6 +4,7 @@ search); Enter opens one, F2 renames it, F8 deletes it after asking."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...store import SessionStore, SessionSummary
+from ...store import SessionStore, SessionSummary, StoreError
 from ...text.inert import inert
 from ...text.wording import plural
 from ..widgets.footer import dialog_footer
@@ -78,10 +79,18 @@ class SessionsScreen(ModalScreen[str | None]):
         self.query_one(Input).focus()
 
     def refill(self, query: str, *, keep: str | None = None) -> None:
-        """List the sessions matching `query`, the one with id `keep` highlighted (else the first)."""
-        self.found = self.store.sessions(query or None)
+        """List the sessions matching `query`, the one with id `keep` highlighted (else the first). A store that
+        cannot be read (damaged) lists nothing and says why, in the list."""
         options = self.query_one(OptionList)
         options.clear_options()
+        try:
+            self.found = self.store.sessions(query or None)
+        except StoreError as exc:
+            self.found = []
+            options.add_option(
+                Option(Content.styled(f"The sessions cannot be listed: {exc}", "$text-error"), disabled=True)
+            )
+            return
         if not self.found:
             empty = "No stored sessions yet." if not query else f"No session matches {query!r}."
             options.add_option(Option(Content.styled(empty, "italic $text-muted"), disabled=True))
@@ -121,8 +130,7 @@ class SessionsScreen(ModalScreen[str | None]):
             return
 
         def renamed(title: str | None) -> None:
-            if title:
-                self.store.rename(chosen.id, title)
+            if title and self._stored(lambda: self.store.rename(chosen.id, title)):
                 self.refill(self.query_one(Input).value, keep=chosen.id)
 
         self.app.push_screen(RenameSession(chosen.title), renamed)
@@ -136,12 +144,20 @@ class SessionsScreen(ModalScreen[str | None]):
             return
 
         def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.store.delete(chosen.id)
+            if yes and self._stored(lambda: self.store.delete(chosen.id)):
                 self.notify(f"Deleted {chosen.title or chosen.id!r}.")
                 self.refill(self.query_one(Input).value)
 
         self.app.push_screen(ConfirmDelete(chosen), confirmed)
+
+    def _stored(self, change: Callable[[], object]) -> bool:
+        """Make `change` to the store; False, with a notice saying why, when the store refuses it."""
+        try:
+            change()
+        except StoreError as exc:
+            self.notify(str(exc), title="Not changed", severity="error")
+            return False
+        return True
 
 
 class RenameSession(ModalScreen[str | None]):

@@ -17,12 +17,12 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
+from ...session.reply_parts import PanelAnswer
 from ...text.inert import inert
 from ...text.wording import plural
 from ..widgets.footer import dialog_footer
 from ..widgets.markdown import ReplyMarkdown
 from ..widgets.reference_card import WORDS
-from ..widgets.reply import PanelAnswer
 
 MIN_COLUMN = 40  # cells: narrower than this, a paragraph reads a few words a line
 GUTTER = 1  # cells between two columns

@@ -22,11 +22,14 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...config import Preset
+from ...engine.events import CompactionEnded
 from ...session import Exchange
 from ...session.attachments import describe, split_attachments
+from ...session.reply_parts import stored_reply
 from ...text.inert import inert
+from ..drawing.rows import repeated_line
+from .compaction_marker import CompactionMarker
 from .reply import AssistantReply
-from .rows import repeated_line
 
 FIRST_BATCH = 6  # stored exchanges mounted when a session opens: more than a tall screen shows
 HISTORY_BATCH = 20  # and then at a time, as the user scrolls up
@@ -225,7 +228,10 @@ def exchange_widgets(exchange: Exchange) -> list[Widget]:
     if exchange.prompt is not None:
         widgets.append(UserMessage(exchange.prompt))
     if exchange.reply or exchange.turn is not None:
-        widgets.append(AssistantReply.saved(exchange.reply, exchange.turn))
+        widgets.append(AssistantReply.drawn(stored_reply(exchange.reply, exchange.turn)))
+    if (kept := exchange.summary) is not None:
+        compacted = CompactionEnded(kept.exchanges, kept.tokens_before, kept.tokens_after, kept.text)
+        widgets.append(CompactionMarker(compacted))
     return widgets
 
 

@@ -33,7 +33,7 @@ class KeyFooter(Footer):
         self._shown = self._keys()
         return super().compose()
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[object]) -> None:
         if not screen.app.app_focus or self._pending:
             return
         if self.is_attached and screen is self.screen:

@@ -12,8 +12,15 @@ it cost: `sessions`, the export and `ask` say the same. With no price at all not
 "cost n/a" would say the same thing on every screen to everyone who uses unpriced models. The demo's
 simulated models are no model at all, so their "$0" is left out: it would compare nothing with nothing.
 
+Before them, once a call has said what it sent beside its model's known window, the fullest window: "ctx
+6.1k/8.2k local:smollm2", marked once it passes the preset's `compact_at` (docs/context.md); it is the first
+to give way on a narrow screen.
+
 The tokens are those the providers reported. When calls were made and none reported any (llama.cpp's server
 sends no usage in a stream), the header says "tokens n/a": a "0 tokens" would claim the turn used none.
+
+Once the session database is found damaged (the store writes nothing more), "⚠ not saving" stands before the
+totals for the rest of the run: a conversation that looks saved and is not would be lost without a word.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ...config import Config, Preset
 from ...config.pricing import cost_label
 from ...providers import readiness
 from ...session import UsageLedger
+from ...session.compaction import Fill, latest_fill
 from ...text.inert import inert
 
 GAP = 2  # columns between the left part and the totals, at least
@@ -38,6 +46,8 @@ class StatusHeader(Widget):
         self.tokens: int | None = 0  # None: calls were made, and no provider reported tokens
         self.cost: float | None = None  # dollars: the sum of what is known
         self.cost_complete = True  # every call that used tokens had a price
+        self.fill: Fill | None = None  # the fullest window of the latest calls (None: none known)
+        self.not_saving = False  # the session database is damaged: nothing is stored any more
 
     def _needs(self) -> str | None:
         config = getattr(self.app, "config", None)
@@ -50,15 +60,25 @@ class StatusHeader(Widget):
             return None
         return cost_label(self.cost, complete=self.cost_complete)
 
-    def _right(self) -> Content:
+    def _window_fill(self) -> list[tuple[str, str]]:
+        """ "ctx 6.1k/8.2k local:smollm2 · ": the fullest window, marked once it passes the preset's compact_at."""
+        if self.fill is None:
+            return []
+        style = "bold $text-warning" if self.fill.share > self.preset.compact_at else "$text-muted"
+        return [(self.fill.line, style), (" · ", "$text-muted")]
+
+    def _right(self, context: bool = True) -> Content:
+        parts: list[tuple[str, str]] = self._window_fill() if context else []
         if self.tokens is None:
-            parts = [("tokens ", "$text-muted"), ("n/a", "bold")]
+            parts += [("tokens ", "$text-muted"), ("n/a", "bold")]
         else:
             noun = "token" if self.tokens == 1 else "tokens"
-            parts = [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
+            parts += [(f"{self.tokens:,}", "bold"), (f" {noun}", "$text-muted")]
         cost = self.cost_text()
         if cost is not None:
             parts += [(" · ", "$text-muted"), (cost, "bold")]
+        if self.not_saving:
+            parts = [("⚠ not saving", "bold $text-error"), ("  ", ""), *parts]
         return Content.assemble(*parts)
 
     def _lefts(self, needs: str | None) -> list[Content]:
@@ -85,14 +105,21 @@ class StatusHeader(Widget):
 
     def render(self) -> Content:
         width = max(0, self.outer_size.width - self.styles.gutter.width)  # not content_size: see ReferenceCard
-        right = self._right()
-        room = width - right.cell_length - GAP
         lefts = self._lefts(self._needs())
+        right = self._right()
+        if lefts[-1].cell_length + right.cell_length + GAP > width:  # the window's fill gives way first
+            right = self._right(context=False)
+        room = width - right.cell_length - GAP
         left = next((candidate for candidate in lefts if candidate.cell_length <= room), None)
         if left is None:
             left = lefts[-1].truncate(max(room, len(self.preset.name)), ellipsis=True)
         gap = max(GAP, width - left.cell_length - right.cell_length)
         return Content.assemble(left, " " * gap, right)
+
+    def show_not_saving(self) -> None:
+        """The session database is damaged: say, from now on, that nothing is being saved."""
+        self.not_saving = True
+        self.refresh()
 
     def show(self, preset: Preset | None = None, ledger: UsageLedger | None = None) -> None:
         """A new preset, the totals of `ledger` (the session's), or both."""
@@ -105,4 +132,5 @@ class StatusHeader(Widget):
             self.cost_complete = ledger.cost_complete()
             reported = any(r.usage is not None for r in records) or not records
             self.tokens = ledger.usage().total_tokens if reported else None
+            self.fill = latest_fill(records)
         self.refresh()

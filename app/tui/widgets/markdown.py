@@ -1,11 +1,11 @@
 """A reply's Markdown: one widget that shows its text as lines (Textual's Line API), streamed or whole.
 
-The text is split into top-level blocks (markdown_blocks.py). A finished block is drawn once to lines and kept;
-only the block still growing is parsed and drawn again as text arrives, so a batch costs the same at the end
-of a long reply as at its start. Lines become strips only when they are on screen. After a new width or a new
-theme, a block is drawn again from its source when it is on screen, and the rest a little at a time in the
-frames that follow (`settle`): until then a block keeps its last height, so the scroll bar is close to right
-at once and exactly right soon after.
+The text is split into top-level blocks (tui/drawing/markdown_blocks.py). A finished block is drawn once to lines
+and kept; only the block still growing is parsed and drawn again as text arrives, so a batch costs the same at the
+end of a long reply as at its start. Lines become strips only when they are on screen. After a new width or a new
+theme, a block is drawn again from its source when it is on screen, and the rest a little at a time in the frames
+that follow (`settle`): until then a block keeps its last height, so the scroll bar is close to right at once and
+exactly right soon after.
 
 Every line can be selected with the mouse and copied: each line's text carries its selection offsets, and
 `get_selection` gives back the reply's text as written (wrapped lines joined again, frames and indents left out).
@@ -27,8 +27,8 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
-from .markdown_blocks import Look, parser
-from .reply_document import Document
+from ..drawing.markdown_blocks import Look, parser
+from ..drawing.reply_document import Document
 
 if TYPE_CHECKING:
     from textual.app import App

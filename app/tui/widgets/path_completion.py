@@ -60,7 +60,7 @@ def candidates(typed: str, base: Path) -> Candidates | None:
     folder += slash
     parts = PurePosixPath(folder).parts
     if typed.startswith(("/", "~")) or ".." in parts:
-        return None  # completion stays in the working folder; a path named in full is still attached
+        return None  # completion stays in the working folder, where attachments come from
     try:
         entries = list(os.scandir(base / folder))
     except OSError:

@@ -25,7 +25,7 @@ from ...engine import (
     ReferenceStarted,
     clock,
 )
-from ...engine.events import TAIL_CHARACTERS
+from ...engine.events import TAIL_CHARACTERS, AnswerCut
 from ...text.inert import inert
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -108,6 +108,7 @@ class ReferenceCard(Widget, can_focus=True):
         self.thinking = False  # a running reasoning model that has thought and written nothing yet
         self.cost: float | None = None  # dollars, when priced
         self.cost_partial = False  # the aggregator's rounds: some used tokens at no known price
+        self.cut: AnswerCut | None = None  # what of its answer the aggregator read, when it was cut to fit
         self._frame = 0
         self._height = 0  # lines at the last layout: a progress event that changes it must lay out again
 
@@ -133,10 +134,15 @@ class ReferenceCard(Widget, can_focus=True):
         self.refresh(layout=bool(width) and self._lines(width) != self._height)
 
     def reset(self, status: str = "queued") -> None:
-        self.started_at = self.seconds = self.first_token_seconds = self.tokens = None
+        self.started_at = self.seconds = self.first_token_seconds = self.tokens = self.cut = None
         self.error, self.retry, self.text, self.tokens_estimated = None, None, "", False
         self.rate, self.cost, self.cost_partial, self.thinking = None, None, False, False
         self._set_status(status)
+
+    def cut_to_fit(self, cut: AnswerCut) -> None:
+        """Its answer reached the aggregator cut to fit the aggregator's window: the card says so."""
+        self.cut = cut
+        self._changed()
 
     def add_cost(self, cost: float | None, *, used_tokens: bool) -> None:
         """Count one call's cost (the aggregator's card adds up its rounds); a call that used tokens at no
@@ -310,6 +316,8 @@ class ReferenceCard(Widget, can_focus=True):
             facts.append(f"{self.rate:,.0f} tok/s")
         if cost is not None and not beside:
             facts.append(cost)
+        if self.cut is not None:
+            facts.append(f"cut to fit {self.cut.kept * 100 // max(1, self.cut.total)}%")
         ttft_seconds = self.ttft
         ttft = f"ttft {ttft_seconds:.1f}s" if ttft_seconds is not None else None
         lines = [

@@ -5,20 +5,11 @@ after a line that says what happened."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.content import Content
 from textual.widgets import Static
 
+from ...session.reply_parts import CutVersion
 from ...text.inert import inert
-
-
-@dataclass(frozen=True)
-class CutVersion:
-    """An earlier version of a reply: the text it had shown when its stream was cut off, and why it was cut."""
-
-    text: str
-    reason: str
 
 
 class RestartNote(Static):

@@ -23,6 +23,7 @@ from ...engine import (
     ReferenceQueued,
     ReferenceStarted,
 )
+from ...engine.events import RequestFitted
 from ...engine.panel import panel
 from ...providers import missing_keys
 from ...session import UsageLedger
@@ -40,6 +41,7 @@ PanelEvent = (
     | CallRetrying
     | AgreementChecked
     | LayersDecided
+    | RequestFitted
 )
 
 
@@ -67,7 +69,7 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
     def compose(self) -> ComposeResult:
         yield from self._widgets(self.preset)
 
-    def _widgets(self, preset: Preset) -> list:
+    def _widgets(self, preset: Preset) -> list[Widget]:
         # A card whose provider has no key says so before the first turn, not only when it fails.
         config = getattr(self.app, "config", None)
         missing = missing_keys(config, preset) if isinstance(config, Config) else {}
@@ -185,6 +187,11 @@ class ReferenceSidebar(VerticalScroll, can_focus=False):
         """Hand `event` to the card it is about: a reference's by its index, else the aggregator's."""
         if isinstance(event, LayersDecided):
             self._decided(event)
+            return
+        if isinstance(event, RequestFitted):  # the answers the aggregator (or a later layer) got cut to fit
+            for cut in event.cuts:
+                if (cut_card := self.card(cut.index)) is not None:
+                    cut_card.cut_to_fit(cut)
             return
         if isinstance(event, AgreementChecked):
             if event.record is None or event.record.status != "cancelled":

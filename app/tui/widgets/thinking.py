@@ -12,28 +12,17 @@ batch costs the same after a long thought as at its start.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.binding import Binding
 from textual.content import Content
 from textual.widget import Widget
 
 from ...engine import clock
-from ...store import StoredTurn
-from ...text.inert import inert
+from ...session.reply_parts import Thought
 from ...text.wording import plural
 
 LIVE_LINES = 4  # lines of the thought shown while it streams
 LIVE_CHARACTERS = 2_000  # the end of the thought those lines are taken from (plenty for four lines)
 CHARACTERS_PER_TOKEN = 4  # a thought's size in tokens, estimated: the provider reports its reasoning tokens late
-
-
-@dataclass(frozen=True)
-class Thought:
-    """A finished block, to build it again (a reply folded away by the log and scrolled back to)."""
-
-    text: str
-    seconds: float | None
 
 
 class ThinkingBlock(Widget, can_focus=True):
@@ -166,19 +155,3 @@ def forget(reply: Widget) -> None:
         if isinstance(child, ThinkingBlock) and child.live:
             child.thought = ""
             child.refresh(layout=True)
-
-
-def stored(turn: StoredTurn | None) -> dict[int, Thought]:
-    """A stored turn's thoughts, by aggregator round (the n-th assistant message is round n)."""
-    if turn is None:
-        return {}
-    return {
-        call.record.iteration: Thought(inert(call.reasoning), None)
-        for call in turn.calls
-        if call.record.role == "aggregator" and call.reasoning
-    }
-
-
-def folded(thought: Thought | None) -> list[Widget]:
-    """The block of a stored round's thought, folded; none if the round did not think."""
-    return [] if thought is None else [ThinkingBlock.folded(thought)]

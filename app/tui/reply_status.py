@@ -4,8 +4,8 @@ sidebar's cards show the same events card by card."""
 
 from __future__ import annotations
 
-from ...engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceQueued, ReferenceStarted
-from ...text.wording import plural
+from ..engine import AggregatorStarted, CallRetrying, ReferenceFinished, ReferenceQueued, ReferenceStarted
+from ..text.wording import plural
 
 
 def consulting(references: int) -> str:
