@@ -6,6 +6,7 @@ requests, and the offline demo provider, playing a model, recognises them in wha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 ADVISOR_PROMPT = """\
@@ -22,9 +23,19 @@ pitfalls, wrong assumptions and better approaches. If you are unsure, say so. Do
 acting model or describe this setup; just answer."""
 
 CONTINUE_PROMPT = "(Continue from the conversation above: what should happen next?)"
-# Markers the guidance and the reference view put in messages (the demo provider reads them back).
+# Markers the guidance and the reference view put in messages (the demo provider reads them back). Each is one
+# line in square brackets, and the guidance ends by saying so: a model that copies one into its reply anyway
+# is caught by one rule (MARKER_LINE), and the line is taken out of what the user sees (engine/echoes.py).
 GUIDANCE_HEADER = "[Mixture-of-Agents guidance — written by advisor models, not by the user]"
 LAYER_HEADER = "[Mixture-of-Agents — answers from the previous layer of advisors, not from the user]"
+GUIDANCE_END = (
+    "[End of the advisors' answers. Now write your reply to the user, in your own words. The lines in square "
+    "brackets are moa-chat's markers, not part of any answer: never write them in your reply.]"
+)
+LAYER_END = (
+    "[End of the other advisors' answers. Now write your own answer to the request. The lines in square "
+    "brackets are moa-chat's markers, not part of any answer: never write them in your answer.]"
+)
 TOOL_RESULT_PREFIX = "[result of tool"
 # The summary of a compacted conversation's earlier exchanges, as the models read it in their place.
 SUMMARY_HEADER = "[Summary of the earlier conversation, written by moa-chat to keep it within the models' windows]"
@@ -40,6 +51,25 @@ that led nowhere. Write plain statements in short paragraphs or a list, not a di
 request in it. Stay under {words} words."""
 COMPACT_EARLIER = "The summary of what came before these exchanges (fold it into yours):"
 COMPACT_EXCHANGES = "The exchanges to summarise:"
+
+
+def reference_heading(number: int, label: str | None, note: str = "") -> str:
+    """The line above one advisor's answer in the aggregator's guidance: `[Reference 2 — openai:gpt-4.1]`."""
+    return f"[Reference {number}{f' — {label}' if label else ''}{note}]"
+
+
+def answer_heading(number: int, label: str | None, note: str = "") -> str:
+    """The line above one answer of the previous layer, for a later layer's advisor: `[Answer 2 — …]`."""
+    return f"[Answer {number}{f' — {label}' if label else ''}{note}]"
+
+
+# A line that is one of those markers (or the Markdown headings they were once written as), alone on its line.
+MARKER_LINE = re.compile(
+    r"[ \t]*(?:\[(?:Mixture-of-Agents\b|Reference \d+\b|Answer \d+\b|End of the (?:other )?advisors' answers\b)[^\n]*\]"
+    r"|#{1,6}[ \t]*(?:Reference|Answer) \d+(?: — \S+:\S*(?: #\d+)?)?(?: \([^)\n]*\))?)[ \t]*"
+)
+# How a marker line can start: a line that starts like one is held back until it ends (engine/echoes.py).
+MARKER_STARTS = ("[Mixture-of-Agents", "[Reference ", "[Answer ", "[End of the ", "#")
 
 
 def message_text(content: object) -> str:

@@ -95,9 +95,9 @@ def test_a_reference_the_provider_stopped_early_reaches_the_aggregator_marked(wi
     result = run("ask", "q")
     assert result.returncode == 0, result.stderr
     guidance = llm_server.requests_for("agg")[0].messages[-1]["content"]
-    assert "### Reference 1 — wire:ref-a\n" in guidance
-    assert "### Reference 2 — wire:ref-b (stopped early: max_tokens reached)\n\nthe start of b's answer" in guidance
-    assert "### Reference 3 — wire:ref-c (stopped early by the provider's content filter)\n" in guidance
+    assert "[Reference 1 — wire:ref-a]\n" in guidance
+    assert "[Reference 2 — wire:ref-b (stopped early: max_tokens reached)]\n\nthe start of b's answer" in guidance
+    assert "[Reference 3 — wire:ref-c (stopped early by the provider's content filter)]\n" in guidance
 
 
 # --------------------------------------------------------------------------- the aggregator, in `ask`

@@ -102,9 +102,9 @@ def test_aggregator_gets_history_then_guidance_in_preset_order_and_the_tools(wir
     body = llm_server.requests_for("agg")[0].body
     assert body["messages"][: len(QUESTION)] == QUESTION  # history first: the prefix stays cacheable
     guidance = body["messages"][-1]["content"]
-    a = guidance.index("Reference 1 — wire:ref-a\n\nUse reversed().")
-    b = guidance.index("Reference 2 — wire:ref-b\n\nUse slicing [::-1].")
-    c = guidance.index("Reference 3 — wire:ref-c\n\nUse list.reverse() in place.")
+    a = guidance.index("Reference 1 — wire:ref-a]\n\nUse reversed().")
+    b = guidance.index("Reference 2 — wire:ref-b]\n\nUse slicing [::-1].")
+    c = guidance.index("Reference 3 — wire:ref-c]\n\nUse list.reverse() in place.")
     assert a < b < c
     assert body["tools"] == TOOLS
 

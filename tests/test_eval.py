@@ -7,11 +7,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from moa_chat.eval.checks import Choice, Contains, Expected, Number, Regex, choice_letter, extract_number, normalise
+from moa_chat.eval.answers import read_choice, read_number
+from moa_chat.eval.checks import Choice, Contains, Expected, Number, Regex, normalise
 from moa_chat.eval.judge import order_score, pairwise_verdict, rubric_score
 from moa_chat.eval.limiter import ProviderLimiter
+from moa_chat.eval.paired import compare, holm, paired_interval, sign_flip_p
 from moa_chat.eval.results import SystemResult
-from moa_chat.eval.stats import difference, newcombe, percentile, wilson
+from moa_chat.eval.stats import percentile, wilson
 from moa_chat.eval.tasks import TaskFileError, bundled_sets, load_tasks
 
 # ------------------------------------------------------------------ checkers
@@ -53,21 +55,24 @@ def test_contains_needs_every_value() -> None:
         ("C) 7 is prime", "C"),
         ("Option B looks wrong; the correct answer is C.", "C"),
         ("It must be 7.", "C"),  # the one option the reply quotes
+        ("ANSWER: C", "C"),
         ("A or B, hard to say", None),
         ("", None),
     ],
 )
 def test_choice_letter_is_extracted_robustly(reply: str, letter: str | None) -> None:
-    assert choice_letter(reply, ("4", "6", "7")) == letter
+    assert read_choice(reply, ("4", "6", "7"), "ABC").value == letter
 
 
-def test_choice_scores_the_letter_and_renders_the_options() -> None:
+def test_choice_scores_the_letter_and_renders_the_options_and_the_answer_line() -> None:
     check = Choice(("4", "6", "7"), "C")
     assert check.score("The answer is C")
     assert not check.score("The answer is A")
     assert check.render("Which is prime?") == (
-        "Which is prime?\n\nA) 4\nB) 6\nC) 7\n\nAnswer with the letter of the correct option."
+        "Which is prime?\n\nA) 4\nB) 6\nC) 7\n\n"
+        'End your reply with a line of the form "ANSWER: X". X is the letter of the correct option: one of A, B, C.'
     )
+    assert Number(4).render("2 + 2?").endswith('"ANSWER: <number>". Give the final number alone: no units, no working.')
 
 
 @pytest.mark.parametrize(
@@ -77,14 +82,15 @@ def test_choice_scores_the_letter_and_renders_the_options() -> None:
         ("6 × 7 = 42", 42.0),
         ("The answer is $1,234.50 in total (from 3 payments).", 1234.5),
         ("That is 15%.", 15.0),
-        ("Half: 3/4 of 1", 1.0),
+        ("Half: 3/4 of 1", None),  # two numbers and no stated answer: unreadable, not the last one
         ("Answer: 3/4", 0.75),
         ("It drops to -5 degrees", -5.0),
         ("no number here", None),
     ],
 )
 def test_numbers_are_read_as_models_write_them(reply: str, number: float | None) -> None:
-    assert extract_number(reply) == number
+    read = read_number(reply).value
+    assert (float(read) if read is not None else None) == number
 
 
 def test_number_uses_its_tolerance() -> None:
@@ -175,15 +181,35 @@ def test_wilson_interval_matches_published_values(k: int, n: int, low: float, hi
 
 
 @pytest.mark.parametrize(
-    ("counts", "low", "high"),
-    # Newcombe (1998), "Interval estimation for the difference between independent proportions", method 10.
-    [((56, 70, 48, 80), 0.0524, 0.3339), ((9, 10, 3, 10), 0.1705, 0.8090), ((5, 56, 0, 29), -0.0381, 0.1926)],
+    ("table", "low", "high"),
+    # Newcombe (1998), "Improved confidence intervals for the difference between binomial proportions based on
+    # paired data", method 10, as Fagerland, Lydersen and Laake's contingencytables reproduces it: (both right,
+    # first only, second only, neither).
+    [((59, 6, 16, 80), -0.1186, -0.0046)],
 )
-def test_newcombe_difference_matches_published_values(
-    counts: tuple[int, int, int, int], low: float, high: float
-) -> None:
-    interval = newcombe(*counts)
+def test_paired_interval_matches_published_values(table: tuple[int, int, int, int], low: float, high: float) -> None:
+    both, first, second, neither = table
+    a = [1.0] * (both + first) + [0.0] * (second + neither)
+    b = [1.0] * both + [0.0] * first + [1.0] * second + [0.0] * neither
+    interval = paired_interval(a, b)
     assert (round(interval.low, 4), round(interval.high, 4)) == (low, high)
+
+
+def test_the_sign_flip_test_is_mcnemars_exact_test_on_right_and_wrong() -> None:
+    import math
+
+    # 6 tasks only the first got right, 16 only the second: a two-sided binomial test on the 22 that differ.
+    differences = [1.0] * 6 + [-1.0] * 16 + [0.0] * 139
+    binomial = 2 * sum(math.comb(22, k) for k in range(7)) / 2**22
+    assert sign_flip_p(differences) == pytest.approx(binomial)
+    assert sign_flip_p([0.0, 0.0]) == 1.0
+    # Fractional differences (a mean over three repeats) are counted exactly: 2 of the 2⁴ patterns reach 7/3.
+    assert sign_flip_p([1.0, 2 / 3, 1 / 3, 1 / 3]) == pytest.approx(2 / 16)
+
+
+def test_holm_adjusts_step_down() -> None:
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([]) == []
 
 
 def test_wilson_by_hand_and_with_a_half_for_ties() -> None:
@@ -197,12 +223,12 @@ def test_wilson_by_hand_and_with_a_half_for_ties() -> None:
     assert wilson(0, 0).low == 0.0 and wilson(0, 0).high == 1.0
 
 
-def test_a_difference_is_called_only_when_its_interval_leaves_out_zero() -> None:
-    clear = difference("A", [1.0] * 9 + [0.0], "B", [1.0] * 3 + [0.0] * 7)
+def test_a_difference_is_called_only_when_the_paired_test_says_so() -> None:
+    clear = compare("A", [1.0] * 9 + [0.0], "B", [1.0] * 3 + [0.0] * 7)
     assert clear.delta == pytest.approx(0.6) and clear.holds and clear.verdict() == "A beats B"
-    close = difference("A", [1.0] * 6 + [0.0] * 4, "B", [1.0] * 5 + [0.0] * 5)
+    close = compare("A", [1.0] * 6 + [0.0] * 4, "B", [1.0] * 5 + [0.0] * 5)
     assert not close.holds and close.verdict() == "A vs B: no clear difference"
-    reverse = difference("A", [1.0] * 3 + [0.0] * 7, "B", [1.0] * 9 + [0.0])
+    reverse = compare("A", [1.0] * 3 + [0.0] * 7, "B", [1.0] * 9 + [0.0])
     assert reverse.verdict() == "B beats A"
 
 
@@ -214,9 +240,12 @@ def test_percentiles() -> None:
 
 
 def test_accuracy_of_a_system_is_its_mean_score() -> None:
-    result = SystemResult("x", "preset", scores={"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0})
+    result = SystemResult("x", "preset", runs={1: {"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0}})
     assert result.quality == 0.75
     assert result.interval == wilson(3, 4)
+    repeated = SystemResult("x", "preset", runs={1: {"a": 1.0, "b": 0.0}, 2: {"a": 0.0, "b": 0.0}, 3: {"a": 1.0}})
+    assert repeated.scores == {"a": pytest.approx(2 / 3), "b": 0.0}  # each task's mean over its repeats
+    assert repeated.repeat_qualities == [0.5, 0.0, 1.0]
 
 
 # ------------------------------------------------------------------ the judge's verdicts

@@ -151,7 +151,7 @@ def test_anonymous_labels_hide_the_model_names(preset_config, llm_server):
     config = preset_config("      anonymous: true")
     tool_loop(config).run(QUESTION)
     text = guidance(llm_server)
-    assert "### Reference 1\n" in text and "wire:ref-a" not in text
+    assert "[Reference 1]\n" in text and "wire:ref-a" not in text
 
 
 # --------------------------------------------------------------------------- solo

@@ -299,8 +299,10 @@ def tool_input(call: ToolCall) -> dict[str, Any]:
     return arguments if arguments is not None else {"_raw": call.arguments}
 
 
-def usage(counts: Mapping[str, object]) -> dict[str, int]:
-    """The turn's usage (summed over every call of the panel) in Anthropic's words."""
+def usage(counts: Mapping[str, object] | None) -> dict[str, int]:
+    """The turn's usage (summed over every call of the panel) in Anthropic's words. The wire has no word for
+    "not reported" (its fields are required numbers): 0 then, and `moa_chat.usage_complete` says so."""
+    counts = counts or {}
     return {"input_tokens": _int(counts.get("prompt_tokens")), "output_tokens": _int(counts.get("completion_tokens"))}
 
 
@@ -309,7 +311,12 @@ def _int(value: object) -> int:
 
 
 def message(
-    model: str, text: str, calls: Sequence[ToolCall], finish: str, counts: Mapping[str, object], extension: object
+    model: str,
+    text: str,
+    calls: Sequence[ToolCall],
+    finish: str,
+    counts: Mapping[str, object] | None,
+    extension: object,
 ) -> dict[str, object]:
     """A whole (non-streamed) message."""
     content: list[dict[str, object]] = [{"type": "text", "text": text}] if text or not calls else []
@@ -380,7 +387,7 @@ class MessageEvents:
         return out + self._block("content_block_stop")
 
     def end(
-        self, calls: Sequence[ToolCall], finish: str, counts: Mapping[str, object], extension: object
+        self, calls: Sequence[ToolCall], finish: str, counts: Mapping[str, object] | None, extension: object
     ) -> list[bytes]:
         """The tool calls as tool_use blocks, then the stop reason and usage, then message_stop."""
         out = [self._close()]

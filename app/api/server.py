@@ -70,6 +70,7 @@ class RequestNote:
 
     preset: str = "-"
     tokens: int | None = None
+    tokens_partial: bool = False  # some calls reported none: the count leaves them out
     cost: str = ""
     ended: str = ""  # how a turn ended when not with a reply: "client left", the error's code
 
@@ -194,7 +195,9 @@ class ApiServer:
         )
 
     def _log(self, what: str, note: RequestNote, status: int | str, seconds: float) -> None:
-        tokens = f"{note.tokens:,} tokens" if note.tokens is not None else "- tokens"
+        tokens = (
+            f"{note.tokens:,}{'+' if note.tokens_partial else ''} tokens" if note.tokens is not None else "- tokens"
+        )
         parts = [time.strftime("%H:%M:%S"), what, note.preset, str(status), f"{seconds:.2f}s"]
         parts += [tokens, note.cost or "-"]
         if note.ended:
@@ -402,6 +405,7 @@ class ApiServer:
         ledger = result.ledger
         if any(record.usage is not None for record in ledger.records):
             note.tokens = ledger.usage().total_tokens
+            note.tokens_partial = any(record.usage is None for record in ledger.records)
         cost = ledger.cost()
         if cost is not None:
             note.cost = cost_label(cost, complete=ledger.cost_complete())

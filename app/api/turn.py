@@ -72,8 +72,11 @@ class Outcome:
     traces: tuple[dict[str, object], ...] = ()  # every finished call's trace entry, when traces are kept
     fitted: tuple[RequestFitted, ...] = ()  # requests fitted to their windows: what was left out or cut
 
-    def usage(self) -> dict[str, object]:
-        return dict(self.ledger.usage().as_dict())
+    def usage(self) -> dict[str, object] | None:
+        """The `usage` of the response: the sum over every call of the turn (references, the agreement check,
+        each round of the aggregator). None when no call reported any (llama.cpp's server streams none): a
+        count of 0 would be invented. A sum that leaves some calls out says so: `partial`, and how many."""
+        return usage_of(self.ledger)
 
     def extension(self, preset: str) -> dict[str, object]:
         """The `moa_chat` field: the preset, whether the guidance was reused, the usage of each call, the cost,
@@ -109,6 +112,17 @@ def finish_reason(outcome: Outcome) -> str:
     if outcome.tool_calls and outcome.finish_reason == "stop":
         return "tool_calls"
     return outcome.finish_reason
+
+
+def usage_of(ledger: UsageLedger) -> dict[str, object] | None:
+    records = ledger.records
+    unreported = sum(record.usage is None for record in records)
+    if unreported == len(records):
+        return None
+    usage: dict[str, object] = dict(ledger.usage().as_dict())
+    if unreported:
+        usage.update(partial=True, calls_without_usage=unreported)
+    return usage
 
 
 def provider_secrets(config: Config) -> tuple[str, ...]:

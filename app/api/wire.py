@@ -245,7 +245,7 @@ class ChunkWriter:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return self.event(self._base(choices=[choice], **extra))
 
-    def usage(self, usage: dict[str, object], **extra: object) -> bytes:
+    def usage(self, usage: dict[str, object] | None, **extra: object) -> bytes:
         return self.event(self._base(choices=[], usage=usage, **extra))
 
     def _base(self, **fields: object) -> dict[str, object]:
@@ -266,7 +266,7 @@ class ChunkWriter:
 
 
 def completion(
-    model: str, text: str, calls: Sequence[Any], finish: str, usage: dict[str, object], extension: object
+    model: str, text: str, calls: Sequence[Any], finish: str, usage: dict[str, object] | None, extension: object
 ) -> dict[str, object]:
     """A whole (non-streamed) chat.completion."""
     message: dict[str, object] = {"role": "assistant", "content": text or (None if calls else "")}

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the run's modules load when a run starts, so `moa-chat --he
     from ..store.eval_runs import EvalRunStore
 
 DEFAULT_CONCURRENCY = 4
+DEFAULT_SEED = 1  # eval/answer_key.DEFAULT_SEED, without loading the run's modules for --help
 STOP_WAIT = 10.0  # seconds the turns in flight get to end once cancelled (they end in well under one)
 
 
@@ -36,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "tasks",
         metavar="TASKS",
-        nargs="?",
-        help="a JSONL or YAML task file, or a bundled set: arithmetic, multiple_choice, open_ended",
+        nargs="*",
+        help="a JSONL or YAML task file, or a bundled set: arithmetic, multiple_choice, open_ended; "
+        "or `show RUN [TASK]`: a stored run task by task, each system's reply and what was read from it",
     )
     parser.add_argument("--config", metavar="PATH", type=Path, default=argparse.SUPPRESS, help="config file to use")
     parser.add_argument(
@@ -48,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a preset to measure; repeat to compare several",
     )
     parser.add_argument("--solo", action="store_true", help="also run each preset's aggregator alone")
+    parser.add_argument(
+        "--members",
+        action="store_true",
+        help="also run each preset's reference models alone, as --solo runs its aggregator",
+    )
     parser.add_argument(
         "--baseline", metavar="PROVIDER:MODEL", action="append", default=[], help="also run this single model"
     )
@@ -63,6 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider-concurrency", metavar="N", type=int, help="turns at once per provider")
     parser.add_argument("--max-cost", metavar="DOLLARS", type=float, help="stop before the run's cost exceeds this")
     parser.add_argument("--limit", metavar="N", type=int, help="only the first N tasks")
+    parser.add_argument("--repeat", metavar="N", type=int, help="run every system N times and report the spread")
+    parser.add_argument(
+        "--seed",
+        metavar="N",
+        help=f"shuffles multiple-choice options and splits tasks in halves (default {DEFAULT_SEED}; "
+        "`none`: the file's order)",
+    )
+    parser.add_argument(
+        "--primary",
+        metavar="SYSTEM",
+        help="the one system each preset is compared with first (default: its best single model)",
+    )
     parser.add_argument(
         "--allow-path",
         metavar="PATH",
@@ -117,12 +136,27 @@ def _spec(args: argparse.Namespace, store: EvalRunStore) -> tuple[dict[str, Any]
         "against": args.against,
         "rubric": args.rubric,
         "limit": args.limit,
+        "members": args.members,
+        "repeats": max(1, args.repeat or 1),
+        "seed": _seed(args.seed),
+        "primary_named": args.primary,
         "config": str(Path(config).resolve()) if config else None,
         "concurrency": args.concurrency or DEFAULT_CONCURRENCY,
         "provider_concurrency": args.provider_concurrency,
         "max_cost": args.max_cost,
         "allow_paths": [str(Path(path).expanduser().resolve()) for path in args.allow_path],
     }, None
+
+
+def _seed(text: str | None) -> int | None:
+    if text is None:
+        return DEFAULT_SEED
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--seed {text!r}: expected a whole number, or `none` for the file's order") from None
 
 
 def _against(spec: dict[str, Any], systems: list[System]) -> str | None:
@@ -160,16 +194,29 @@ def _list_runs() -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.runs:
         return _list_runs()
+    words = list(args.tasks or [])
+    if words[:1] == ["show"] and not Path("show").exists():
+        if not 2 <= len(words) <= 3:
+            raise ConfigError("eval show RUN [TASK]: name a run (its id, the start of one, or `last`)")
+        from .eval_show import show
+
+        return show(words[1], words[2] if len(words) == 3 else None)
+    if len(words) > 1:
+        raise ConfigError(f"one task file at a time, got {len(words)}: {', '.join(words)}")
+    args.tasks = words[0] if words else None
     from ..config import load_config
     from ..config.paths import data_home
     from ..config.pricing import format_cost
     from ..engine import clock
+    from ..eval.answer_key import arranged
     from ..eval.judge import Judge
     from ..eval.progress import ProgressBar
     from ..eval.report import plot, table, write_report
     from ..eval.results import summarise
     from ..eval.runner import EvalRunner, systems_for
+    from ..eval.systems import job_name
     from ..eval.tasks import load_tasks
+    from ..eval.verdicts import named_primary
     from ..store.eval_runs import EvalRunStore
     from ..text.inert import inert
 
@@ -178,16 +225,22 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(spec.get("config"))
     task_set = load_tasks(spec["tasks"])
     tasks = task_set.tasks[: spec["limit"]] if spec.get("limit") else task_set.tasks
+    tasks = arranged(tasks, spec.get("seed"))  # an older run's spec has no seed: the file's order
     names = spec["presets"] or [config.default_preset or "demo"]
     presets = [config.preset(name) for name in names]
-    systems = systems_for(config, presets, solo=spec["solo"], baselines=spec["baselines"])
+    systems = systems_for(
+        config, presets, solo=spec["solo"], baselines=spec["baselines"], members=bool(spec.get("members"))
+    )
+    repeats = int(spec.get("repeats") or 1)
+    if "primary" not in spec:  # named before the run, and kept: a resumed run compares what it said it would
+        spec["primary"] = named_primary(systems, spec.get("primary_named"))
     judge = Judge(config, spec["judge"]) if spec.get("judge") else None
     against = _against(spec, systems) if judge is not None else None
     if any(t.judged for t in tasks) and judge is None and not args.quiet:
         print("moa-chat: tasks with no check are answered but not scored: give --judge PROVIDER:MODEL", file=sys.stderr)
     if run_id is None:
         run_id = store.create(spec)
-    bar = ProgressBar(sys.stderr, enabled=not args.quiet and _is_terminal(sys.stderr))
+    bar = ProgressBar(sys.stderr, enabled=not args.quiet, terminal=_is_terminal(sys.stderr))
     runner = EvalRunner(
         config,
         tasks,
@@ -201,23 +254,41 @@ def _run(args: argparse.Namespace) -> int:
         against=against,
         rubric=bool(spec.get("rubric")),
         on_progress=bar,
+        repeats=repeats,
         allowed_paths=[Path(path) for path in spec.get("allow_paths") or ()],
     )
     if not args.quiet:
         what = ", ".join(s.name for s in systems)
-        print(inert(f"moa-chat: eval {run_id}: {len(tasks)} tasks from {task_set.name} × {what}"), file=sys.stderr)
+        times = f" × {repeats} repeats" if repeats > 1 else ""
+        print(
+            inert(f"moa-chat: eval {run_id}: {len(tasks)} tasks from {task_set.name} × {what}{times}"), file=sys.stderr
+        )
+        for preset, against_ in spec["primary"].items():
+            print(inert(f"moa-chat: primary comparison: {preset} vs {' or '.join(against_)}"), file=sys.stderr)
         if args.resume:
-            print(_resumed(runner, len(tasks) * len(systems)), file=sys.stderr)
+            print(_resumed(runner), file=sys.stderr)
     started = clock.monotonic()
+    bar.start()
     signalled = _run_interruptibly(runner)
     interrupted = signalled is not None
     bar.end()
     status = "interrupted" if interrupted else "budget" if runner.budget_stopped else "done"
     store.set_status(run_id, status)
+    wall = store.add_session(run_id, clock.monotonic() - started, status)
     summary = summarise(
-        tasks, systems, runner.answers, runner.verdicts, against=against, rubric=bool(spec.get("rubric"))
+        tasks,
+        systems,
+        runner.answers,
+        runner.verdicts,
+        against=against,
+        rubric=bool(spec.get("rubric")),
+        repeats=repeats,
+        primary=spec["primary"],
+        seed=spec.get("seed"),
+        status=status,
+        seconds=wall,
     )
-    names_all = [s.name for s in systems]
+    names_all = [job_name(s.name, r) for r in range(1, repeats + 1) for s in systems]
     folder = args.report or data_home() / "evals" / run_id
     write_report(
         folder,
@@ -266,9 +337,17 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed or unjudged is not None else EXIT_OK
 
 
-def _resumed(runner: EvalRunner, total: int) -> str:
+def _resumed(runner: EvalRunner) -> str:
     """What a resumed run kept and what is left: "moa-chat: resumed: 37 of 64 answers kept, 27 to run"."""
-    kept = sum(1 for task in runner.tasks for system in runner.systems if (task.id, system.name) in runner.answers)
+    from ..eval.systems import job_name
+
+    asked = [
+        (task.id, job_name(system.name, repeat))
+        for repeat in range(1, runner.repeats + 1)
+        for task in runner.tasks
+        for system in runner.systems
+    ]
+    total, kept = len(asked), sum(key in runner.answers for key in asked)
     line = f"moa-chat: resumed: {kept} of {total} answers kept, {total - kept} to run"
     if runner.verdicts:
         line += f"; {len(runner.verdicts)} judge verdicts kept"

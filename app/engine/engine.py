@@ -17,11 +17,13 @@ from ..llm.messages import Message, StreamOptions, ToolSpec
 from .agreement import AgreementCheck
 from .calls import ModelCall, slot_request
 from .cancel import Cancelled
+from .echoes import EchoFilter, without_echoes
 from .env import TurnEnv, TurnPlan
 from .events import (
     AggregatorFinished,
     AggregatorStarted,
     CallRecord,
+    CallRetrying,
     CallStatus,
     LayersDecided,
     ReasoningDelta,
@@ -260,21 +262,30 @@ class MoAEngine:
         # The retries are ModelCall's (see engine/retry.py), not the SDK's.
         call = self._aggregator_call(messages, tools, stream=True, max_retries=0, assembler=reply)
         emit = self.env.emit
+        echoes = EchoFilter()  # moa-chat's markers, copied into the reply, never reach the user
 
         def finished(status: CallStatus, error: str | None = None) -> CallRecord:
+            if rest := echoes.finish():
+                emit(ReplyDelta(rest))
             record = call.record(status, error)
             emit(AggregatorFinished(record, reply.reasoning))
             return record
 
         def restarted(exc: LLMCallError, text: str) -> None:
-            emit(ReplyRestarted(call.label, call.iteration, exc.reason, text))
+            echoes.reset()
+            emit(ReplyRestarted(call.label, call.iteration, exc.reason, without_echoes(text)))
 
-        reading = Reading(
-            lambda text: emit(ReplyDelta(text)),
-            on_reasoning=lambda text: emit(ReasoningDelta(call.label, "aggregator", text)),
-        )
+        def retrying(event: CallRetrying) -> None:
+            echoes.reset()  # the answer is read again from its start
+            emit(event)
+
+        def shown(text: str) -> None:
+            if visible := echoes.feed(text):
+                emit(ReplyDelta(visible))
+
+        reading = Reading(shown, on_reasoning=lambda text: emit(ReasoningDelta(call.label, "aggregator", text)))
         try:
-            call.run(reading, fresh_reply=self.plan.restart_cut_reply, on_retry=emit, on_restart=restarted)
+            call.run(reading, fresh_reply=self.plan.restart_cut_reply, on_retry=retrying, on_restart=restarted)
         except Cancelled:
             finished("cancelled", "cancelled by the user")
             raise

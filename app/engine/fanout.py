@@ -21,6 +21,7 @@ from ..llm.messages import Message
 from . import threads
 from .calls import ModelCall, slot_request
 from .cancel import Cancelled
+from .echoes import without_echoes
 from .env import TurnEnv
 from .events import (
     AnswerCut,
@@ -218,7 +219,7 @@ class FanOut:
             if ref.result is not None:
                 return
             assembler = ref.call.assembler
-            text = assembler.text if status == "ok" else ""
+            text = without_echoes(assembler.text) if status == "ok" else ""  # a later layer's may copy markers
             ref.result = ReferenceFinished(ref.call.record(status, error), text, assembler.reasoning)
         if status in ("timeout", "cancelled", "late"):
             ref.call.abandon()

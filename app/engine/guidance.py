@@ -12,10 +12,14 @@ from ..llm.messages import ContentPart, Message, ToolCallPart, UserMessage, assi
 from ..prompts import (
     ADVISOR_PROMPT,
     CONTINUE_PROMPT,
+    GUIDANCE_END,
     GUIDANCE_HEADER,
+    LAYER_END,
     LAYER_HEADER,
     TOOL_RESULT_PREFIX,
+    answer_heading,
     message_text,
+    reference_heading,
 )
 from ..text.wording import plural
 from .events import ReferenceFinished
@@ -135,6 +139,9 @@ def guidance_message(
     def name(number: int, result: ReferenceFinished) -> str:
         return f"Reference {number}" if anonymous else f"Reference {number} — {result.label}"
 
+    def heading(number: int, result: ReferenceFinished) -> str:
+        return reference_heading(number, None if anonymous else result.label, _stopped_early(result))
+
     lines = [
         GUIDANCE_HEADER,
         "",
@@ -158,10 +165,11 @@ def guidance_message(
             "request. Calls already made have finished — do not repeat them; use their results.",
         ]
     for number, result in answered:
-        lines += ["", f"### {name(number, result)}{_stopped_early(result)}", "", result.text.strip()]
+        lines += ["", heading(number, result), "", result.text.strip()]
     if unavailable:
         names = ", ".join(f"{name(n, r)} ({_STATUS_WORDS.get(r.status, r.status)})" for n, r in unavailable)
         lines += ["", f"Unavailable this turn: {names}."]
+    lines += ["", GUIDANCE_END]
     return user("\n".join(lines))
 
 
@@ -190,8 +198,9 @@ def layer_message(results: Sequence[ReferenceFinished], *, anonymous: bool = Fal
         "best answer to the user's request. Do not simply copy or summarise them.",
     ]
     for number, result in enumerate(answered, start=1):
-        title = f"Answer {number}" if anonymous else f"Answer {number} — {result.label}"
-        lines += ["", f"### {title}{_stopped_early(result)}", "", result.text.strip()]
+        title = answer_heading(number, None if anonymous else result.label, _stopped_early(result))
+        lines += ["", title, "", result.text.strip()]
+    lines += ["", LAYER_END]
     return "\n".join(lines)
 
 

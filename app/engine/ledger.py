@@ -61,6 +61,8 @@ class UsageLedger:
         cost = self.cost()
         return {
             **self.usage().as_dict(),
+            # whether every call reported its tokens: the totals above leave out those that did not
+            "usage_complete": all(record.usage is not None for record in self.records),
             "cost": round(cost, 6) if cost is not None else None,
             "cost_complete": self.cost_complete(),
             "references_cost": self.cost("reference"),

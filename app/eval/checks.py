@@ -1,8 +1,9 @@
 """How a task's answer is checked: normalised exact match, regex, contains, multiple choice, or a number.
 
-Each checker does two things: `extract` pulls the answer out of a model's reply (None when it finds none),
-and `score` says whether the reply is right. `extract` is also what an adaptive panel (`layers: auto`)
-can compare across references to see whether they already agree.
+Each checker states the answer format it asks for (`render`: "end your reply with `ANSWER: X`"), reads a
+reply (`read`: the answer and how it was found, or why it could not be; answers.py), scores it, and
+`extract`s the answer for an adaptive panel (`layers: auto`), which compares its references' answers to see
+whether they already agree. A reply whose answer cannot be read is wrong, and counted as unreadable.
 """
 
 from __future__ import annotations
@@ -10,16 +11,20 @@ from __future__ import annotations
 import math
 import re
 import string
-import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from .answers import Reading, normalise, parse_number, read_choice, read_number, read_text
+
 LETTERS = string.ascii_uppercase
+__all__ = ["LETTERS", "Check", "Choice", "Contains", "Expected", "Number", "Regex", "normalise", "parse_number"]
 
 
 class Check(Protocol):
     @property
     def kind(self) -> str: ...
+
+    def read(self, answer: str) -> Reading: ...
 
     def extract(self, answer: str) -> str | None: ...
 
@@ -27,50 +32,37 @@ class Check(Protocol):
 
     def describe(self) -> str: ...
 
-
-def normalise(text: str) -> str:
-    """Case, accents' composed forms, surrounding quotes, Markdown emphasis, trailing punctuation and runs of
-    white space do not count."""
-    text = unicodedata.normalize("NFKC", text).strip().lower()
-    text = re.sub(r"[*_`]+", "", text)
-    text = re.sub(r"\s+", " ", text)
-    return text.strip(" \"'“”‘’.,;:!?()[]")
+    def render(self, prompt: str) -> str: ...
 
 
-# "The answer is X", "Answer: X", "Final answer: X" — the last such phrase wins (models restate).
-_ANSWER_PHRASE = re.compile(
-    r"(?:final\s+answer|answer\s+is|answer\s*:|answer\s*=|the\s+result\s+is|result\s*:)\s*[:=]?\s*(.+)",
-    re.IGNORECASE,
-)
-
-
-def final_statement(answer: str) -> str | None:
-    """The text after the last "answer:"-like phrase, else the last non-empty line."""
-    found = _ANSWER_PHRASE.findall(answer)
-    if found:
-        return str(found[-1]).strip()
-    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else None
+def format_line(what: str) -> str:
+    """The line a check adds after the prompt: the answer format it reads first."""
+    return f'End your reply with a line of the form "ANSWER: {what}".'
 
 
 @dataclass(frozen=True)
 class Expected:
-    """The reply, or its final statement, equals `value` once both are normalised."""
+    """The reply, or its stated answer, equals `value` once both are normalised."""
 
     value: str
     kind: ClassVar[str] = "expected"
 
+    def read(self, answer: str) -> Reading:
+        if answer.strip() and normalise(answer) == normalise(self.value):
+            return Reading(normalise(answer), "the whole reply")
+        return read_text(answer)
+
     def extract(self, answer: str) -> str | None:
-        if normalise(answer) == normalise(self.value):
-            return normalise(answer)
-        last = final_statement(answer)
-        return normalise(last) if last is not None else None
+        return self.read(answer).value
 
     def score(self, answer: str) -> bool:
         return self.extract(answer) == normalise(self.value)
 
     def describe(self) -> str:
         return f"expected {self.value!r}"
+
+    def render(self, prompt: str) -> str:
+        return f"{prompt}\n\n{format_line('<your final answer alone>')}"
 
 
 @dataclass(frozen=True)
@@ -80,15 +72,21 @@ class Regex:
     pattern: str
     kind: ClassVar[str] = "regex"
 
-    def extract(self, answer: str) -> str | None:
+    def read(self, answer: str) -> Reading:
         match = re.search(self.pattern, answer)
-        return match.group(0) if match else None
+        return Reading(match.group(0), "the first match") if match else Reading(None, "no match")
+
+    def extract(self, answer: str) -> str | None:
+        return self.read(answer).value
 
     def score(self, answer: str) -> bool:
         return self.extract(answer) is not None
 
     def describe(self) -> str:
         return f"regex /{self.pattern}/"
+
+    def render(self, prompt: str) -> str:
+        return prompt
 
 
 @dataclass(frozen=True)
@@ -98,10 +96,14 @@ class Contains:
     values: tuple[str, ...]
     kind: ClassVar[str] = "contains"
 
-    def extract(self, answer: str) -> str | None:
+    def read(self, answer: str) -> Reading:
         text = normalise(answer)
         found = [v for v in self.values if normalise(v) in text]
-        return " | ".join(sorted(normalise(v) for v in found)) if found else None
+        joined = " | ".join(sorted(normalise(v) for v in found))
+        return Reading(joined, "the values found") if found else Reading(None, "none found")
+
+    def extract(self, answer: str) -> str | None:
+        return self.read(answer).value
 
     def score(self, answer: str) -> bool:
         text = normalise(answer)
@@ -110,10 +112,13 @@ class Contains:
     def describe(self) -> str:
         return "contains " + ", ".join(repr(v) for v in self.values)
 
+    def render(self, prompt: str) -> str:
+        return prompt
+
 
 @dataclass(frozen=True)
 class Choice:
-    """Multiple choice: the letter of the chosen option, found in the reply however it is written."""
+    """Multiple choice: the letter of the chosen option (answers.read_choice)."""
 
     choices: tuple[str, ...]
     answer: str  # a letter (A, B, ...)
@@ -123,8 +128,11 @@ class Choice:
     def letters(self) -> str:
         return LETTERS[: len(self.choices)]
 
+    def read(self, answer: str) -> Reading:
+        return read_choice(answer, self.choices, self.letters)
+
     def extract(self, answer: str) -> str | None:
-        return choice_letter(answer, self.choices)
+        return self.read(answer).value
 
     def score(self, answer: str) -> bool:
         return self.extract(answer) == self.answer
@@ -133,83 +141,33 @@ class Choice:
         return f"choice {self.answer} of {self.letters}"
 
     def render(self, prompt: str) -> str:
-        """The prompt as the model sees it: the options lettered, and how to answer."""
+        """The prompt as the model sees it: the options lettered, and the answer line asked for."""
         options = "\n".join(f"{letter}) {text}" for letter, text in zip(self.letters, self.choices, strict=False))
-        return f"{prompt}\n\n{options}\n\nAnswer with the letter of the correct option."
-
-
-def choice_letter(answer: str, choices: tuple[str, ...]) -> str | None:
-    """The option a reply picks: an explicit "answer is (B)" first, then a letter standing alone on the last
-    line or at its start, "**B**" or "(B)", and last the one option whose text the reply quotes."""
-    letters = LETTERS[: len(choices)]
-    if not answer.strip():
-        return None
-    cls = f"[{letters}{letters.lower()}]"
-    explicit = re.findall(
-        rf"(?:answer|option|choice)\s*(?:is|:|=)?\s*(?:option\s*)?[\(\[*\s]*({cls})(?![A-Za-z])", answer, re.IGNORECASE
-    )
-    explicit = [e for e in explicit if e.upper() in letters]
-    if explicit:
-        return str(explicit[-1]).upper()
-    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
-    for line in reversed(lines):
-        alone = re.fullmatch(rf"[\(\[*\s]*({cls})[\)\].:*\s]*", line)
-        if alone:
-            return alone.group(1).upper()
-        start = re.match(rf"[\(\[*\s]*([{letters}])[\)\].:*]\s", line + " ")
-        if start:
-            return start.group(1)
-    marked = re.findall(rf"(?:\*\*|\()([{letters}])(?:\*\*|\))", answer)
-    if marked:
-        return str(marked[-1])
-    quoted = [letter for letter, text in zip(letters, choices, strict=False) if normalise(text) in normalise(answer)]
-    return quoted[0] if len(quoted) == 1 else None
-
-
-_NUMBER = re.compile(r"-?\$?\s?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
-
-
-def parse_number(text: str) -> float | None:
-    """A number as models write one: 1,234.5, $12, 45%, 3/4, -0.5 (None when it is none)."""
-    cleaned = text.replace("$", "").replace(" ", "").replace(",", "").rstrip("%")
-    try:
-        if "/" in cleaned:
-            top, bottom = cleaned.split("/", 1)
-            return float(top) / float(bottom) if float(bottom) else None
-        return float(cleaned)
-    except ValueError:
-        return None
+        letters = ", ".join(self.letters)
+        return f"{prompt}\n\n{options}\n\n{format_line('X')} X is the letter of the correct option: one of {letters}."
 
 
 @dataclass(frozen=True)
 class Number:
-    """A numeric answer within `tolerance` (absolute) of `value`: the number after the last "answer is"-like
-    phrase, else the last number in the reply."""
+    """A numeric answer within `tolerance` (absolute) of `value` (answers.read_number)."""
 
     value: float
     tolerance: float = 1e-6
     kind: ClassVar[str] = "number"
 
+    def read(self, answer: str) -> Reading:
+        return read_number(answer)
+
     def extract(self, answer: str) -> str | None:
-        number = extract_number(answer)
-        if number is None:
-            return None
-        return f"{number:g}" if not number.is_integer() else str(int(number))
+        return self.read(answer).value
 
     def score(self, answer: str) -> bool:
-        number = extract_number(answer)
+        read = self.extract(answer)
+        number = parse_number(read) if read is not None else None
         return number is not None and math.isclose(number, self.value, rel_tol=1e-9, abs_tol=self.tolerance)
 
     def describe(self) -> str:
         return f"number {self.value:g} ± {self.tolerance:g}"
 
-
-def extract_number(answer: str) -> float | None:
-    """The first number after the last "answer is"-like phrase, else the last number in the reply."""
-    found = _ANSWER_PHRASE.findall(answer)
-    if found:
-        after = [n for n in (parse_number(m) for m in _NUMBER.findall(str(found[-1]))) if n is not None]
-        if after:
-            return after[0]
-    numbers = [n for n in (parse_number(m) for m in _NUMBER.findall(answer)) if n is not None]
-    return numbers[-1] if numbers else None
+    def render(self, prompt: str) -> str:
+        return f"{prompt}\n\n{format_line('<number>')} Give the final number alone: no units, no working."

@@ -17,11 +17,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..config import Config, Preset
-from ..config.adhoc import replace_aggregator
-from ..engine import CancelToken, clock
+from ..engine import CallRecord, CancelToken, clock
 from ..engine.cost import estimate_turn
 from ..llm import CallLLM, call_llm_request
 from ..llm.messages import user
@@ -32,56 +31,12 @@ from ..store.eval_runs import EvalRunStore
 from .budget import Budget
 from .judge import Judge
 from .limiter import ProviderLimiter
+from .systems import System, job_name, member_names, one_at_a_time, systems_for
 from .tasks import Task
 
-SystemKind = Literal["preset", "solo", "baseline", "member"]
+__all__ = ["EvalRunner", "Snapshot", "System", "answer_record", "member_names", "one_at_a_time", "systems_for"]
+
 ANSWER, JUDGE = "answer", "judge"
-
-
-@dataclass(frozen=True)
-class System:
-    """Something that answers a task with one turn."""
-
-    name: str
-    kind: SystemKind
-    preset: Preset
-
-    @property
-    def solo(self) -> bool:
-        return self.kind != "preset"
-
-
-def systems_for(config: Config, presets: list[Preset], *, solo: bool, baselines: list[str]) -> list[System]:
-    """The systems a run compares, in the order the table shows them."""
-    found = [System(p.name, "preset", p) for p in presets]
-    if solo:
-        found += [System(f"{p.name} solo", "solo", p) for p in presets]
-    for spec in baselines:
-        preset = dataclasses.replace(replace_aggregator(config, presets[0], spec), name=spec.strip())
-        found.append(System(spec.strip(), "baseline", preset))
-    return found
-
-
-def member_names(preset: Preset) -> list[str]:
-    """The names a preset's first-layer references are scored under: `preset/provider:model` (#n for a
-    model seated more than once)."""
-    labels = [slot.label for slot in preset.references for _ in range(max(1, slot.samples))]
-    names = []
-    for n, label in enumerate(labels):
-        repeated = labels.count(label) > 1
-        names.append(f"{preset.name}/{label}" + (f"#{labels[: n + 1].count(label)}" if repeated else ""))
-    return names
-
-
-def one_at_a_time(systems: list[System]) -> dict[str, int]:
-    """Providers that serve one request at a time, as a preset says with `max_workers: 1` (the local model's
-    llama.cpp server): eval runs one turn at a time on them, whatever --concurrency allows elsewhere."""
-    return {
-        slot.provider: 1
-        for system in systems
-        if system.preset.max_workers == 1
-        for slot in (*system.preset.references, system.preset.aggregator)
-    }
 
 
 @dataclass
@@ -102,6 +57,7 @@ class Snapshot:
 class _Job:
     task: Task
     system: System
+    repeat: int = 1  # 1..repeats: the same task and system asked again (--repeat)
 
 
 class EvalRunner:
@@ -122,10 +78,12 @@ class EvalRunner:
         call: CallLLM = call_llm_request,
         servers: ServerStarter | None = start_server,
         on_progress: Callable[[Snapshot], None] | None = None,
+        repeats: int = 1,
         allowed_paths: Sequence[Path] = (),
     ) -> None:
         """`allowed_paths`: files and folders outside a task file's folder its tasks may attach (--allow-path)."""
         self.config, self.tasks, self.systems = config, tasks, systems
+        self.repeats = max(1, repeats)
         self.allowed_paths = tuple(allowed_paths)
         self.concurrency = max(1, concurrency)
         self.limiter = ProviderLimiter(
@@ -164,13 +122,20 @@ class EvalRunner:
         self.budget.wake()
 
     def run(self) -> None:
-        jobs = [_Job(t, s) for t in self.tasks for s in self.systems if (t.id, s.name) not in self.answers]
+        jobs = [
+            _Job(t, s, repeat=r)
+            for r in range(1, self.repeats + 1)  # each repeat whole before the next: a stopped run has whole ones
+            for t in self.tasks
+            for s in self.systems
+            if (t.id, job_name(s.name, r)) not in self.answers
+        ]
         self.snapshot = Snapshot(total=len(jobs))
         self.snapshot.cost = sum(float(r.get("cost") or 0.0) for r in self.answers.values())
         self.budget.spent = self.snapshot.cost
         for record in self.answers.values():  # a resumed run's turns say what one costs
             if record.get("cost") is not None and record.get("status") == "ok":
                 self.budget.observe(str(record["system"]), float(record["cost"]))
+        self._report()
         self._pool(jobs, self._answer_job)
         if self.store is not None and self.run_id is not None:
             self.answers = self.store.results(self.run_id, ANSWER)  # whole again, texts included
@@ -214,7 +179,7 @@ class EvalRunner:
         try:
             content = _content(task, self.allowed_paths)
         except AttachmentError as exc:
-            self._keep_answer(job, _failed_record(task, system, str(exc)))
+            self._keep_answer(job, _failed_record(task, system, str(exc), job.repeat))
             return
         preset = system.preset if task.tools else dataclasses.replace(system.preset, tools=())
         worst = estimate_turn(self.config, preset, [user(content)], solo=system.solo).dollars
@@ -236,7 +201,7 @@ class EvalRunner:
             self.snapshot.cost = self.budget.spent
         if result.status == "cancelled":
             return  # not kept: --resume runs it again
-        self._keep_answer(job, answer_record(task, system, result))
+        self._keep_answer(job, answer_record(task, system, result, job.repeat))
 
     def _turn(
         self,
@@ -257,7 +222,7 @@ class EvalRunner:
             session.close()
 
     def _keep_answer(self, job: _Job, record: dict[str, Any]) -> None:
-        key = (job.task.id, job.system.name)
+        key = (job.task.id, job_name(job.system.name, job.repeat))
         if self.store is not None and self.run_id is not None:
             self.store.add(self.run_id, ANSWER, *key, record)
             record = _without_texts(record)  # the store has them: a long run's memory stays flat
@@ -269,13 +234,13 @@ class EvalRunner:
 
     # ------------------------------------------------------------------ the judge
 
-    def answer_of(self, task_id: str, name: str) -> str | None:
+    def answer_of(self, task_id: str, name: str, repeat: int = 1) -> str | None:
         """What a system or a preset's member answered a task (None: no usable answer)."""
-        record = self.answers.get((task_id, name))
+        record = self.answers.get((task_id, job_name(name, repeat)))
         if record is not None:
             return str(record["answer"]) if record["status"] == "ok" else None
         preset, _, _ = name.partition("/")
-        parent = self.answers.get((task_id, preset))
+        parent = self.answers.get((task_id, job_name(preset, repeat)))
         for member in (parent or {}).get("members", []):
             if member["name"] == name:
                 return str(member["answer"]) if member["status"] == "ok" else None
@@ -289,22 +254,23 @@ class EvalRunner:
                 names += member_names(system.preset)
         return names
 
-    def _judge_jobs(self) -> list[tuple[Task, str]]:
+    def _judge_jobs(self) -> list[tuple[Task, str, int]]:
         names = self.judged_names()
         return [
-            (task, name)
+            (task, name, repeat)
+            for repeat in range(1, self.repeats + 1)
             for task in self.tasks
             if task.judged
             for name in names
-            if (task.id, name) not in self.verdicts and (self.rubric or name != self.against)
+            if (task.id, job_name(name, repeat)) not in self.verdicts and (self.rubric or name != self.against)
         ]
 
-    def _judge_job(self, job: tuple[Task, str], _pending: queue.Queue[Any]) -> None:
-        task, name = job
+    def _judge_job(self, job: tuple[Task, str, int], _pending: queue.Queue[Any]) -> None:
+        task, name, repeat = job
         judge = self.judge
         assert judge is not None
-        answer = self.answer_of(task.id, name)
-        baseline = self.answer_of(task.id, self.against) if self.against else None
+        answer = self.answer_of(task.id, name, repeat)
+        baseline = self.answer_of(task.id, self.against, repeat) if self.against else None
         if answer is None or (not self.rubric and baseline is None):
             return  # nothing to judge: the answer (or the baseline's) failed; it is counted as failed
         with self._lock:
@@ -327,13 +293,15 @@ class EvalRunner:
         record = {
             "task": task.id,
             "system": name,
+            "repeat": repeat,
             "against": None if self.rubric else self.against,
             **verdict.as_json(),
         }
+        key = (task.id, job_name(name, repeat))
         if self.store is not None and self.run_id is not None:
-            self.store.add(self.run_id, JUDGE, task.id, name, record)
+            self.store.add(self.run_id, JUDGE, *key, record)
         with self._lock:
-            self.verdicts[(task.id, name)] = record
+            self.verdicts[key] = record
             self.snapshot.done += 1
             self.snapshot.failed += verdict.score is None
             self.snapshot.judge_cost += verdict.cost or 0.0
@@ -352,26 +320,38 @@ def _content(task: Task, allowed: Sequence[Path]) -> str:
     return attach(task.text(), files) if files else task.text()
 
 
-def _score(task: Task, text: str, ok: bool) -> tuple[float | None, str | None]:
+def _score(task: Task, text: str, ok: bool) -> dict[str, Any]:
+    """A reply's score and how its answer was read: `unreadable` when the check reads a format and found no
+    answer it could trust (scored wrong, and counted apart)."""
     if task.check is None:
-        return None, None
+        return {"score": None, "extracted": None, "read": None, "unreadable": False}
     if not ok:
-        return 0.0, None
-    return (1.0 if task.check.score(text) else 0.0), task.check.extract(text)
+        return {"score": 0.0, "extracted": None, "read": None, "unreadable": False}
+    reading = task.check.read(text)
+    score = 1.0 if task.check.score(text) else 0.0
+    unreadable = not reading.readable and task.check.kind in ("choice", "number", "expected")
+    return {"score": score, "extracted": reading.value, "read": reading.how, "unreadable": unreadable}
 
 
-def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, Any]:
-    """One task's result for one system, as the store and the report keep it: the answer, its score, and
-    (for a MoA turn) each first-layer reference's answer scored as its model's own."""
+def _tokens(records: tuple[CallRecord, ...]) -> tuple[int | None, bool]:
+    """The tokens the turn's calls reported, and whether every call reported them. None when none did
+    (llama.cpp's server sends none in a stream): unknown, not a count of 0."""
+    reported = [r.usage for r in records if r.usage is not None]
+    total = sum(u.total_tokens for u in reported) if reported else None
+    return total, len(reported) == len(records)
+
+
+def answer_record(task: Task, system: System, result: TurnResult, repeat: int = 1) -> dict[str, Any]:
+    """One task's result for one system, as the store and the report keep it: the answer, its score and how it
+    was read, and (for a MoA turn) each first-layer reference's answer scored as it answered in the turn."""
     ok = result.status == "ok"
-    score, extracted = _score(task, result.text, ok)
+    tokens, tokens_complete = _tokens(result.ledger.records)
     members = []
     if system.kind == "preset":
         names = member_names(system.preset)
         firsts = sorted((r for r in result.references if r.record.layer == 1), key=lambda r: r.index)
         for name, reference in zip(names, firsts, strict=False):
             member_ok = reference.status == "ok" and bool(reference.text.strip())
-            member_score, member_extracted = _score(task, reference.text, member_ok)
             members.append(
                 {
                     "name": name,
@@ -379,8 +359,7 @@ def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, A
                     "status": "ok" if member_ok else "failed",
                     "answer": reference.text,
                     "error": reference.error,
-                    "score": member_score,
-                    "extracted": member_extracted,
+                    **_score(task, reference.text, member_ok),
                     "seconds": reference.seconds,
                     "tokens": reference.usage.total_tokens if reference.usage else None,  # None: none reported
                     "cost": reference.record.cost,
@@ -389,36 +368,37 @@ def answer_record(task: Task, system: System, result: TurnResult) -> dict[str, A
     return {
         "task": task.id,
         "system": system.name,
+        "repeat": repeat,
         "kind": system.kind,
         "status": "ok" if ok else "failed",
         "answer": result.text,
         "error": result.error,
-        "score": score,
-        "extracted": extracted,
+        **_score(task, result.text, ok),
         "seconds": result.seconds,
-        # None when no provider reported any (llama.cpp's server sends none in a stream): not a count of 0.
-        "tokens": result.usage.total_tokens if any(r.usage is not None for r in result.ledger.records) else None,
+        "tokens": tokens,
+        "tokens_complete": tokens_complete,
         "cost": result.ledger.cost(),
         "cost_complete": result.ledger.cost_complete(),
+        "markers_removed": result.echoes_removed,  # moa-chat's markers the reply copied, taken out before reading
         "layers_run": result.layers_run if system.kind == "preset" and ok else None,
         "layers_reason": result.layers_reason,
         "members": members,
     }
 
 
-def _failed_record(task: Task, system: System, error: str) -> dict[str, Any]:
-    score = None if task.check is None else 0.0
+def _failed_record(task: Task, system: System, error: str, repeat: int = 1) -> dict[str, Any]:
     return {
         "task": task.id,
         "system": system.name,
+        "repeat": repeat,
         "kind": system.kind,
         "status": "failed",
         "answer": "",
         "error": error,
-        "score": score,
-        "extracted": None,
+        **_score(task, "", False),
         "seconds": 0.0,
         "tokens": None,
+        "tokens_complete": True,
         "cost": None,
         "cost_complete": True,
         "layers_run": None,

@@ -241,7 +241,9 @@ def _references_in(guidance: str) -> list[tuple[str, list[str]]]:
     """(label, sentences) of each reference answer in a guidance message."""
     found = []
     for match in re.finditer(
-        r"^### Reference \d+ — (.+?)\n\n(.+?)(?=\n### |\nUnavailable this turn|\Z)", guidance, re.S | re.M
+        r"^\[Reference \d+ — (.+?)\]\n\n(.+?)(?=\n\[Reference |\nUnavailable this turn|\n\[End of the |\Z)",
+        guidance,
+        re.S | re.M,
     ):
         body = re.sub(r"\*\*[^*]+\*\*\s*", "", match.group(2).strip())
         found.append((match.group(1).strip(), re.split(r"(?<=[.!?])\s", body)))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..engine import Cancelled, MoAEngine, ReferenceFinished, TurnEnv, TurnPlan
+from ..engine.echoes import EchoFilter
 from ..engine.guidance import GuidanceMemory
 from ..engine.ledger import UsageLedger
 from ..llm import CutOff, LLMCallError, StreamAssembler, TimedOut, ToolCall, Usage, describe_error
@@ -50,6 +51,7 @@ class TurnResult:
     finish_reason: str | None = None  # the last round's
     guidance_reused: bool = False  # a round used references' answers kept from earlier in the user turn
     cause: BaseException | None = None  # what ended a turn that did not end "ok" (an API answers by its kind)
+    echoes_removed: int = 0  # moa-chat's marker lines the aggregator copied into its reply, taken out of it
 
     @property
     def usage(self) -> Usage:
@@ -102,6 +104,7 @@ class ToolLoop:
         preset = plan.preset
         self.max_iterations = preset.max_iterations or env.config.max_iterations
         self._reply: StreamAssembler | None = None  # the round being read, for what it said before a failure
+        self._echoes_removed = 0
 
     def run(self, messages: Sequence[Message]) -> TurnResult:
         """The turn on `messages` (the conversation so far, ending with the user's prompt, or with tool results
@@ -125,14 +128,15 @@ class ToolLoop:
                 engine.aggregate(conversation, self.tools.offered(), reply)
                 self._reply = None  # read whole: its text goes in below, not as a partial
                 calls = reply.tool_calls()
-                if reply.text:
-                    texts.append(reply.text)
+                text = self._without_echoes(reply.text)  # as the reply streamed: moa-chat's markers left out
+                if text:
+                    texts.append(text)
                 handed_back = [call for call in calls if not self.tools.runs_here(call)]
                 # A round with calls that go back to the caller ends the turn; the caller runs them (an API
                 # client's own tools: a round with both hands back the client's alone).
                 here = [] if handed_back else calls
-                if reply.text or here:
-                    message = assistant(reply.text or "", [call.as_message_part() for call in here])
+                if text or here:
+                    message = assistant(text, [call.as_message_part() for call in here])
                     conversation.append(message)
                     added.append(message)
                 if not here:
@@ -180,7 +184,14 @@ class ToolLoop:
             finish_reason=reply.finish_reason if status == "ok" else None,
             guidance_reused=engine.guidance_reused,
             cause=cause,
+            echoes_removed=self._echoes_removed,
         )
+
+    def _without_echoes(self, text: str) -> str:
+        echoes = EchoFilter()
+        kept = echoes.feed(text) + echoes.finish()
+        self._echoes_removed += echoes.removed
+        return kept
 
     def _keep_partial(self, texts: list[str], added: list[Message], why: str) -> None:
         """Whatever streamed before a failure or cancel stays in the conversation, and the conversation
@@ -193,7 +204,8 @@ class ToolLoop:
                 if part["id"] not in answered:
                     added.append(tool_result(part["id"], why))
                     answered.add(part["id"])
-        if self._reply is not None and self._reply.text:
-            texts.append(self._reply.text)
-            added.append(assistant(self._reply.text))
+        text = self._without_echoes(self._reply.text) if self._reply is not None else ""
+        if text:
+            texts.append(text)
+            added.append(assistant(text))
         self._reply = None

@@ -19,6 +19,8 @@ from typing import Any
 from .database import StoreError, connect, default_path, is_damage
 from .health import StoreDamaged, StoreHealth
 
+SESSION = "session"  # a result kind of its own: one invocation's wall time
+
 
 @dataclass(frozen=True)
 class EvalRunSummary:
@@ -98,6 +100,12 @@ class EvalRunStore:
             " VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, kind, task_id, job, json.dumps(record, ensure_ascii=False), time.time()),
         )
+
+    def add_session(self, run_id: str, seconds: float, status: str) -> float:
+        """Keep one invocation's wall time (a run and each resume of it); returns the run's total so far."""
+        earlier = self.results(run_id, SESSION)
+        self.add(run_id, SESSION, str(len(earlier) + 1), "wall", {"seconds": seconds, "status": status})
+        return seconds + sum(float(r.get("seconds") or 0.0) for r in earlier.values())
 
     def results(self, run_id: str, kind: str) -> dict[tuple[str, str], dict[str, Any]]:
         """(task id, job) → the stored record, for one kind."""
