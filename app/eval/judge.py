@@ -53,7 +53,7 @@ def order_score(verdict: str | None, *, candidate: str) -> float | None:
 
 
 @dataclass
-class Verdict:
+class JudgeVerdict:
     score: float | None  # 0..1 for the answer under test; None when the judge gave no usable verdict
     orders: list[str | None] = field(default_factory=list)  # the verdict of each order (pairwise)
     replies: list[str] = field(default_factory=list)
@@ -87,9 +87,9 @@ class Judge:
     def provider(self) -> str:
         return self.slot.provider
 
-    def pairwise(self, prompt: str, answer: str, baseline: str, call: CallLLM | None = None) -> Verdict:
+    def pairwise(self, prompt: str, answer: str, baseline: str, call: CallLLM | None = None) -> JudgeVerdict:
         """Compare `answer` with `baseline` in both orders."""
-        verdict = Verdict(score=None)
+        verdict = JudgeVerdict(score=None)
         scores: list[float] = []
         for first, second, candidate in ((answer, baseline, "A"), (baseline, answer, "B")):
             text = self._ask(JUDGE_PAIRWISE_PROMPT.format(prompt=prompt, first=first, second=second), verdict, call)
@@ -105,9 +105,9 @@ class Judge:
             verdict.error = f"{self.label} gave no verdict: its reply ends with none of [[A]], [[B]] or [[C]]"
         return verdict
 
-    def rubric(self, prompt: str, answer: str, rubric: str | None, call: CallLLM | None = None) -> Verdict:
+    def rubric(self, prompt: str, answer: str, rubric: str | None, call: CallLLM | None = None) -> JudgeVerdict:
         """Score `answer` against `rubric` (or the default one), 0..1."""
-        verdict = Verdict(score=None)
+        verdict = JudgeVerdict(score=None)
         asked = JUDGE_RUBRIC_PROMPT.format(prompt=prompt, rubric=rubric or DEFAULT_RUBRIC, answer=answer)
         text = self._ask(asked, verdict, call)
         if text is not None:
@@ -116,7 +116,7 @@ class Judge:
                 verdict.error = f"{self.label} gave no score: its reply ends with no [[0]] to [[10]]"
         return verdict
 
-    def _ask(self, text: str, verdict: Verdict, call: CallLLM | None) -> str | None:
+    def _ask(self, text: str, verdict: JudgeVerdict, call: CallLLM | None) -> str | None:
         request = ChatRequest(
             model=self.slot.model,
             messages=[user(text)],
