@@ -74,7 +74,7 @@ def test_an_unreachable_endpoint_is_reported(home, capsys):
 def test_one_run_loads_the_config_once(home, capsys, monkeypatch, text, first, exit_code):
     """Once in all, not once to dispatch and again in the doctor. The loader's cache hides a second read of
     a good file, so the loads are counted too, where the command line and the doctor call them."""
-    import moa_chat.cli
+    import moa_chat.cli.dispatch as dispatch_module
     import moa_chat.cli.doctor as doctor_module
     from moa_chat.config import load_config
 
@@ -92,7 +92,7 @@ def test_one_run_loads_the_config_once(home, capsys, monkeypatch, text, first, e
             reads.append(self)
         return read_text(self, *args, **kwargs)
 
-    for module in (moa_chat.cli, doctor_module):
+    for module in (dispatch_module, doctor_module):
         monkeypatch.setattr(module, "load_config", counted_load)
     monkeypatch.setattr(Path, "read_text", counted_read)
     code, out = run(capsys)
