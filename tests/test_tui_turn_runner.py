@@ -131,7 +131,10 @@ async def test_escape_while_a_reply_drains_shows_the_rest_at_once_and_ends_the_t
         f"Paragraph {n} of an answer that arrives all at once, far faster than a screen shows it.\n\n"
         for n in range(500)
     )
-    llm_server.script("agg", Reply(text=text))
+    # In five deltas: word by word (9,000 of them), a loaded machine streams it slower than the screen shows it,
+    # and there is no backlog to drain.
+    pieces = [text[start : start + 10_000] for start in range(0, len(text), 10_000)]
+    llm_server.script("agg", Reply(text=text, pieces=pieces))
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         frames = _frames(app)
