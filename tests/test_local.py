@@ -1,5 +1,5 @@
 """The `local` provider end to end: a real Mixture-of-Agents turn on llama.cpp and SmolLM2-135M, and a
-server that never outlives moa-chat (issue 14). Skipped only when the `local` extra is not installed."""
+server that never outlives moa-chat. Skipped only when the `local` extra is not installed."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+import waiting
 from moa_chat.providers.local import INSTALL_HINT, extra_installed
 
 pytestmark = pytest.mark.skipif(not extra_installed(), reason=f"the local extra is not installed: {INSTALL_HINT}")
@@ -29,15 +29,6 @@ def servers() -> set[int]:
         if b"llama_cpp.server" in command and b"smollm2" in command:
             found.add(int(entry.name))
     return found
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def env(home: Path) -> dict[str, str]:
@@ -66,7 +57,7 @@ def test_a_real_moa_turn_on_the_local_model_and_the_server_is_gone_after(home):
     ready = next(n for n, line in enumerate(lines) if "is ready (started in " in line)
     first_call = next(n for n, line in enumerate(lines) if "local:smollm2 #" in line)
     assert starting < ready < first_call
-    assert wait_for(lambda: servers() <= before, 10), "the llama.cpp server outlived moa-chat"
+    waiting.wait_until(lambda: servers() <= before, "the llama.cpp server to end with moa-chat", timeout=10)
 
 
 def test_the_server_dies_with_moa_chat_even_when_it_is_killed(home):
@@ -78,11 +69,11 @@ def test_the_server_dies_with_moa_chat_even_when_it_is_killed(home):
         env=env(home),
     )
     try:
-        assert wait_for(lambda: servers() - before, 120), "the local server never started"
+        waiting.wait_until(lambda: servers() - before, "the local server to start", timeout=120)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was orphaned"
+    waiting.wait_until(lambda: servers() <= before, "the llama.cpp server to end (not be orphaned)", timeout=15)
 
 
 def test_a_missing_model_file_names_the_fix(home, tmp_path):
@@ -147,7 +138,7 @@ async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, mon
         server = lifecycle._running.pop("local", None)
         if server is not None:
             server.stop()
-    assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was left running"
+    waiting.wait_until(lambda: servers() <= before, "the llama.cpp server to stop", timeout=15)
 
 
 def test_finding_the_bundled_model_imports_nothing_heavy():
