@@ -1,5 +1,6 @@
-"""Loose ends a newcomer and a fault probe found: a config typo never locks anyone out of their sessions,
-`doctor` runs every check and finds a damaged session database, and `export` says why it cannot write."""
+"""The commands at their edges: a config typo never locks anyone out of their sessions, `doctor` runs every check
+and finds a damaged session database, `export` says why it cannot write, `ask` stops cleanly on a signal or a
+reader that leaves, the chat refuses to run without a terminal, and the local preset names what it needs."""
 
 from __future__ import annotations
 
