@@ -30,8 +30,7 @@ from moa_chat.config import McpServerConfig
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.tools.mcp_bridge import McpHub
 from tui_helpers import Tmux
-from waiting import alive, proc_stat
-from waiting import seconds_until as poll
+from waiting import alive, proc_stat, seconds_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to watch processes")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -78,7 +77,7 @@ def children_running(parent: int, marker: str) -> list[int]:
 
 def one_child(parent: int, marker: str, timeout: float = 30) -> int:
     found: list[int] = []
-    took = poll(lambda: found.extend(children_running(parent, marker)) or found, timeout)
+    took = seconds_until(lambda: found.extend(children_running(parent, marker)) or found, timeout)
     assert took is not None, f"no child of {parent} running {marker!r}"
     return found[0]
 
@@ -146,8 +145,8 @@ def start(tmux: AppTerminal, home: Path, cwd: Path) -> int:
 def assert_quit_cleanly(tmux: Tmux, app: int, server: int) -> None:
     """The app exited with status 0, took its MCP server (and that one's process group) with it, and left
     the terminal as it found it."""
-    assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app did not exit"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app did not exit"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
     screen = tmux.wait_for(EXITED, STOP_BOUND)
     assert f"{EXITED}0" in screen and "Traceback" not in screen
     assert modes(tmux) == TERMINAL_RESTORED
@@ -213,7 +212,7 @@ class LongCommand:
         """Ask for it, allow it, wait until it runs; returns the process group."""
         tmux.type("Run the long job")
         tmux.answer_approval("y")
-        assert poll(lambda: read_pid(self.leader_file) and read_pid(self.background_file), 30) is not None
+        assert seconds_until(lambda: read_pid(self.leader_file) and read_pid(self.background_file), 30) is not None
         self.leader, self.background = read_pid(self.leader_file), read_pid(self.background_file)
         assert self.leader is not None and self.background is not None
         assert set(group_alive(self.leader)) >= {self.leader, self.background}
@@ -241,7 +240,7 @@ def test_a_signal_kills_the_running_command_group_and_stops_the_mcp_server(
         assert alive(app)
 
         os.kill(app, getattr(signal, signal_name))
-        took = poll(lambda: not group_alive(group), STOP_BOUND)
+        took = seconds_until(lambda: not group_alive(group), STOP_BOUND)
         print(f"\n{signal_name}: the command's process group was gone {took}s after the signal")
         assert took is not None, f"still running in the command's group: {group_alive(group)}"
         assert_quit_cleanly(tmux, app, server)
@@ -260,9 +259,9 @@ def test_a_closed_terminal_kills_the_running_command_group_and_the_app_exits(hom
         server = one_child(app, "mcp_tiny_server.py")
         group = command.run(tmux)
         tmux("kill-server")
-        assert poll(lambda: not group_alive(group), STOP_BOUND) is not None, group_alive(group)
-        assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app outlived its terminal"
-        assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+        assert seconds_until(lambda: not group_alive(group), STOP_BOUND) is not None, group_alive(group)
+        assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app outlived its terminal"
+        assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
     finally:
         command.kill_leftovers()
 
@@ -292,7 +291,7 @@ def test_ctrl_q_after_a_turn_that_used_an_mcp_tool_quits_and_stops_the_server(ho
     for attempt in range(1, 30):
         tmux.type(f"Add forty and two, try {attempt}")
         endings = (f"(try {attempt}).", "The sum is 42.")
-        ended = poll(lambda endings=endings: any(reply_ended(tmux, e) for e in endings), 30, 0.1)
+        ended = seconds_until(lambda endings=endings: any(reply_ended(tmux, e) for e in endings), 30, 0.1)
         assert ended is not None, tmux.screen()
         if reply_ended(tmux, "The sum is 42."):
             break
@@ -301,7 +300,7 @@ def test_ctrl_q_after_a_turn_that_used_an_mcp_tool_quits_and_stops_the_server(ho
         raise AssertionError("the MCP tool was never offered")
     sent = time.monotonic()
     tmux.keys("C-q")
-    assert poll(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app did not exit after Ctrl+Q"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app did not exit after Ctrl+Q"
     print(f"\nCtrl+Q after a turn, one MCP server: the app exited after {time.monotonic() - sent:.3f}s")
     assert_quit_cleanly(tmux, app, server)
 
@@ -315,7 +314,9 @@ def test_ctrl_q_while_an_mcp_server_is_still_starting_does_not_wait_for_it(home,
     sent = time.monotonic()
     tmux.keys("C-q")
     # Waiting for the start (up to mcp_bridge.START_TIMEOUT, 20 s) would blow this bound.
-    assert poll(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app waited for the server to start"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND, 0.005) is not None, (
+        "the app waited for the server to start"
+    )
     print(f"\nCtrl+Q while the MCP server starts: the app exited after {time.monotonic() - sent:.3f}s")
     assert_quit_cleanly(tmux, app, server)
 
@@ -330,11 +331,11 @@ def test_the_terminal_closing_while_the_app_winds_down_does_not_keep_it_running(
     tmux.wait_for("Ask the panel")
     server = one_child(app, "mcp_tiny_server.py")
     tmux.keys("C-q")
-    assert poll(lambda: modes(tmux)["alternate_on"] == "0", STOP_BOUND) is not None  # the app is winding down
+    assert seconds_until(lambda: modes(tmux)["alternate_on"] == "0", STOP_BOUND) is not None  # the app is winding down
     assert alive(app)
     tmux("kill-server")
-    assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app never exited"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app never exited"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
 
 
 # --------------------------------------------------------------------------- the hub on its own
@@ -350,7 +351,7 @@ def test_closing_the_hub_abandons_a_start_in_progress_without_reporting_a_failur
     hub.close()
     starting.join(STOP_BOUND)
     assert not starting.is_alive(), "start() kept waiting for a server the hub had closed"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the server outlived close()"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the server outlived close()"
     assert reports == [] and hub.failures == {} and hub.tools() == []
     hub.start()  # a closed hub starts nothing again
     assert hub.servers == []
