@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import openai
-from conftest import write_config
+from conftest import WIRE_CONFIG, write_config
 from scripted_server import ScriptedServer
 
 TOKEN = "moa-test-token-0123456789"
@@ -27,26 +27,8 @@ QUESTION = [{"role": "user", "content": "How do I reverse a list?"}]
 WAIT = 60.0  # seconds: a loaded 2-core machine starts the process and imports the SDK slowly
 
 
-WIRE_PRESETS = """
-providers:
-  wire:
-    base_url: {base_url}
-    max_retries: 0
-moa:
-  default_preset: wire
-  presets:
-    wire:
-      description: Three references and an aggregator on the test server
-      reference_models:
-        - provider: wire
-          model: ref-a
-        - provider: wire
-          model: ref-b
-        - provider: wire
-          model: ref-c
-      aggregator:
-        provider: wire
-        model: agg
+# The `wire` preset, and beside it one that asks its reference again at every tool round.
+WIRE_EACH = """
     wire-each:
       description: One reference, asked again at every tool round
       fanout: per_iteration
@@ -56,7 +38,6 @@ moa:
       aggregator:
         provider: wire
         model: each-agg
-{extra}
 """
 
 
@@ -137,7 +118,9 @@ def start_api(home: Path, *args: str, env: dict[str, str] | None = None, token: 
 
 
 def configure(home: Path, llm_server: ScriptedServer, extra: str = "") -> None:
-    write_config(home, WIRE_PRESETS.format(base_url=llm_server.base_url, extra=textwrap.dedent(extra)))
+    """The `wire` and `wire-each` presets on `llm_server`; `extra`: more of the config, at its top level."""
+    presets = WIRE_CONFIG.format(base_url=llm_server.base_url, extra=WIRE_EACH.strip("\n"))
+    write_config(home, presets + textwrap.dedent(extra))
 
 
 def client(api: ApiProcess, **kwargs: object) -> openai.OpenAI:

@@ -1,4 +1,4 @@
-"""Models without editing YAML (issue 11): --aggregator and --reference build a one-off preset, and a
+"""Models without editing YAML: --aggregator and --reference build a one-off preset, and a
 provider's /models list is read over the wire."""
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from conftest import WIRE_CONFIG, write_config
@@ -26,6 +24,7 @@ from moa_chat.providers.loopback_server import Reply
 from moa_chat.store import SessionStore
 from moa_chat.store.database import default_path
 from moa_chat.store.traces import read_traces
+from waiting import wait_until
 
 MCP_SERVER = str(Path(__file__).with_name("mcp_tiny_server.py"))
 TEARDOWN = "# cleanup["  # what `python -v` prints for each module the interpreter's teardown clears
@@ -224,14 +223,6 @@ def handled(pid: int, number: int, how: str) -> bool:
         if line.startswith(f"{how}:"):
             return bool(int(line.split()[1], 16) & 1 << (number - 1))
     return False
-
-
-def wait_until(predicate: Callable[[], bool], what: str, bound: float = 60.0) -> None:
-    """Polls a state another process reaches; the bound is far above what it needs, even on a loaded machine."""
-    deadline = time.monotonic() + bound
-    while not predicate():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
 
 
 def start_silent_turn(home: Path, llm_server, ignoring: int, resume: threading.Event) -> subprocess.Popen[str]:

@@ -374,7 +374,7 @@ def test_tool_env_takes_core_or_all_and_names_its_line(home):
         load_config(write_config(home, "tools: [read_file]\ntool_env: everything\n"))
 
 
-# --------------------------------------------------------------------------- values that cannot work (issue 31 §5)
+# --------------------------------------------------------------------------- values that cannot work
 
 _BOUNDED_PRESET = """
 moa:

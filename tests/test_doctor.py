@@ -1,4 +1,4 @@
-"""`moa-chat doctor` (issue 14): a broken config, a missing key, an unreachable endpoint, and all well."""
+"""`moa-chat doctor`: a broken config, a missing key, an unreachable endpoint, and all well."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The key footer follows the turn's state without keeping every key it ever showed alive (issue 12)."""
+"""The key footer follows the turn's state without keeping every key it ever showed alive."""
 
 from __future__ import annotations
 

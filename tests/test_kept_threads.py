@@ -5,24 +5,15 @@ run on them: a second turn starts no thread."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 from moa_chat.engine import threads
 from moa_chat.engine.threads import IDLE_NAME, KeptThreads
 from moa_chat.moa import MoAChatCompletions
 from moa_chat.providers.loopback_server import Reply
+from waiting import wait_until
 
 QUESTION = [{"role": "user", "content": "How do I reverse a list in Python?"}]
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Waits for something another thread does next; the deadline is only there to fail rather than hang."""
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {what}"
-        time.sleep(0.005)
 
 
 def _run(kept: KeptThreads, name: str = "moa-test") -> threading.Thread:
@@ -44,7 +35,7 @@ def test_work_runs_on_a_daemon_thread_named_for_it_and_the_thread_waits_for_more
     thread = _run(kept, "moa-reference")
     assert thread.daemon
     assert thread is not threading.current_thread()
-    _until(lambda: kept.waiting == 1, "the thread to wait for work")
+    wait_until(lambda: kept.waiting == 1, "the thread to wait for work", interval=0.005)
     assert thread.is_alive()
     assert thread.name == IDLE_NAME
     assert kept.alive == 1
@@ -53,7 +44,7 @@ def test_work_runs_on_a_daemon_thread_named_for_it_and_the_thread_waits_for_more
 def test_the_next_piece_of_work_goes_to_the_waiting_thread_and_starts_none() -> None:
     kept = KeptThreads()
     first = _run(kept)
-    _until(lambda: kept.waiting == 1, "the thread to wait for work")
+    wait_until(lambda: kept.waiting == 1, "the thread to wait for work", interval=0.005)
     assert _run(kept, "moa-again") is first
     assert kept.alive == 1  # counted by the pool itself: the process's own thread count moves with other tests
 
@@ -63,12 +54,12 @@ def test_work_handed_out_while_a_thread_is_busy_gets_a_thread_of_its_own() -> No
     release = threading.Event()
     busy: list[threading.Thread] = []
     kept.start(lambda: (busy.append(threading.current_thread()), release.wait(10)), "moa-busy")
-    _until(lambda: bool(busy), "the first piece of work to start")
+    wait_until(lambda: bool(busy), "the first piece of work to start")
     try:
         assert _run(kept) is not busy[0]
     finally:
         release.set()
-    _until(lambda: kept.waiting == 2, "both threads to wait for work")
+    wait_until(lambda: kept.waiting == 2, "both threads to wait for work")
 
 
 def test_a_thread_with_nothing_to_do_leaves() -> None:
@@ -87,11 +78,11 @@ def test_a_thread_that_finds_enough_others_waiting_leaves_at_once() -> None:
     started: list[threading.Thread] = []
     for _ in range(5):
         kept.start(lambda: (started.append(threading.current_thread()), release.wait(10)), "moa-burst")
-    _until(lambda: len(started) == 5, "the five pieces of work to start")
+    wait_until(lambda: len(started) == 5, "the five pieces of work to start")
     assert kept.alive == 5
     release.set()
-    _until(lambda: (kept.waiting, kept.alive) == (2, 2), "two threads to wait and three to leave")
-    _until(lambda: sum(thread.is_alive() for thread in started) == 2, "three threads to end")
+    wait_until(lambda: (kept.waiting, kept.alive) == (2, 2), "two threads to wait and three to leave")
+    wait_until(lambda: sum(thread.is_alive() for thread in started) == 2, "three threads to end")
 
 
 def test_work_that_raises_is_reported_and_the_thread_carries_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +94,7 @@ def test_work_that_raises_is_reported_and_the_thread_carries_on(monkeypatch: pyt
         raise ValueError("broken")
 
     kept.start(fail, "moa-failing")
-    _until(lambda: kept.waiting == 1, "the thread to wait for work")
+    wait_until(lambda: kept.waiting == 1, "the thread to wait for work", interval=0.005)
     [report] = reported
     assert isinstance(report.exc_value, ValueError)
     assert report.thread is not None
@@ -121,7 +112,7 @@ def test_a_second_turn_asks_its_references_on_the_first_ones_threads(
     for model in ("ref-a", "ref-b", "ref-c"):
         llm_server.script(model, Reply(text=model, delay=0.05))
     MoAChatCompletions("wire", config=config).create(messages=QUESTION)
-    _until(lambda: kept.alive >= 3 and kept.waiting == kept.alive, "the turn's threads to wait for work")
+    wait_until(lambda: kept.alive >= 3 and kept.waiting == kept.alive, "the turn's threads to wait for work")
     alive = kept.alive
     started: list[str] = []
     start = threading.Thread.start

@@ -22,13 +22,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from moa_chat.providers.loopback_server import RecordedRequest, Reply
 from moa_chat.store import SessionStore
 from scripted_server import ScriptedServer
+from waiting import seconds_until, wait_until
 
 ITERATIONS = 50
 SEED = 20261201
@@ -103,13 +103,14 @@ def _sdk_import_seconds() -> float:
 
 def _wait_until_open(process: subprocess.Popen[bytes], database: Path, timeout: float = 30.0) -> None:
     """Until `process` has `database` open, or has ended."""
-    deadline = time.monotonic() + timeout
-    while process.poll() is None and time.monotonic() < deadline:
+
+    def opened() -> bool:
         with contextlib.suppress(OSError):  # it may end, or close a descriptor, while we look
             folder = Path(f"/proc/{process.pid}/fd")
-            if any(Path(os.readlink(folder / fd)).name == database.name for fd in os.listdir(folder)):
-                return
-        time.sleep(0.01)
+            return any(Path(os.readlink(folder / fd)).name == database.name for fd in os.listdir(folder))
+        return False
+
+    seconds_until(lambda: process.poll() is not None or opened(), timeout, interval=0.01)
 
 
 TUI_ITERATIONS = 12
@@ -161,18 +162,23 @@ class Terminal:
         self("set-option", "-w", "-t", name, "remain-on-exit", "on")
         pid = int(self("display", "-p", "-t", name, "#{pane_pid}").strip())
         # SIGKILL must hit the app itself, not the shell or the tmux child it is exec'd from.
-        _wait_until(lambda: b"moa_chat" in Path(f"/proc/{pid}/cmdline").read_bytes(), "the app to start")
+        wait_until(lambda: b"moa_chat" in Path(f"/proc/{pid}/cmdline").read_bytes(), "the app to start")
         return pid
 
     def screen(self, name: str) -> str:
         return self("capture-pane", "-p", "-t", name)
 
     def wait_for(self, name: str, text: str, timeout: float = 30.0) -> None:
-        _wait_until(lambda: text in self.screen(name), f"{text!r} on the screen", lambda: self.screen(name), timeout)
+        wait_until(
+            lambda: text in self.screen(name),
+            f"{text!r} on the screen",
+            timeout=timeout,
+            show=lambda: self.screen(name),
+        )
 
     def last_frame(self, name: str) -> str:
         """The screen as the app left it: tmux has read everything the app wrote once the pane is dead."""
-        _wait_until(lambda: self("display", "-p", "-t", name, "#{pane_dead}").strip() == "1", "the app to die")
+        wait_until(lambda: self("display", "-p", "-t", name, "#{pane_dead}").strip() == "1", "the app to die")
         screen = self.screen(name)
         self("kill-session", "-t", name)
         return screen
@@ -181,16 +187,6 @@ class Terminal:
 def _shown_as_sent(screen: str, prompt: str) -> bool:
     """The box emptied (its placeholder is back) and the prompt moved into the chat log: the app took it."""
     return prompt in screen and PLACEHOLDER in screen
-
-
-def _wait_until(
-    done: Callable[[], bool], what: str, show: Callable[[], str] = lambda: "", timeout: float = 15.0
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}\n{show()}")
-        time.sleep(0.02)
 
 
 def _reached(llm_server: ScriptedServer) -> set[str]:
@@ -255,11 +251,13 @@ def _send_and_kill(
     terminal("send-keys", "-t", name, "Enter")
     anchor, delay = PHASES[iteration % len(PHASES)]
     if anchor == "the prompt shown as sent":
-        _wait_until(lambda: _shown_as_sent(terminal.screen(name), prompt), anchor, lambda: terminal.screen(name))
+        wait_until(lambda: _shown_as_sent(terminal.screen(name), prompt), anchor, show=lambda: terminal.screen(name))
     elif anchor == "the aggregator's request":
-        _wait_until(lambda: bool(_asked(llm_server, prompt)), anchor, lambda: terminal.screen(name))
+        wait_until(lambda: bool(_asked(llm_server, prompt)), anchor, show=lambda: terminal.screen(name))
     elif anchor == "the finished turn":  # as stored: on a busy machine the app ends it well after the stream
-        _wait_until(lambda: _turn_status(home / "sessions.db", prompt) == "ok", anchor, lambda: terminal.screen(name))
+        wait_until(
+            lambda: _turn_status(home / "sessions.db", prompt) == "ok", anchor, show=lambda: terminal.screen(name)
+        )
     time.sleep(rng.uniform(*delay))
     os.kill(pid, signal.SIGKILL)
     if twin is not None:

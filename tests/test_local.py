@@ -1,5 +1,5 @@
 """The `local` provider end to end: a real Mixture-of-Agents turn on llama.cpp and SmolLM2-135M, and a
-server that never outlives moa-chat (issue 14). Skipped only when the `local` extra is not installed."""
+server that never outlives moa-chat. Skipped only when the `local` extra is not installed."""
 
 from __future__ import annotations
 
@@ -7,37 +7,31 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+import waiting
 from moa_chat.providers.local import INSTALL_HINT, extra_installed
 
 pytestmark = pytest.mark.skipif(not extra_installed(), reason=f"the local extra is not installed: {INSTALL_HINT}")
 
 
-def servers() -> set[int]:
-    """Running llama.cpp servers serving moa-chat's model alias."""
+def servers(home: Path) -> set[int]:
+    """Running llama.cpp servers serving moa-chat's model alias, started by a moa-chat whose home is `home`:
+    another moa-chat on this machine (another test run, an eval) may start and stop its own meanwhile."""
     found = set()
+    mine = f"MOA_CHAT_HOME={home}".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             command = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0") if b"llama_cpp.server" in command else []
         except OSError:
             continue
-        if b"llama_cpp.server" in command and b"smollm2" in command:
+        if b"llama_cpp.server" in command and b"smollm2" in command and mine in environment:
             found.add(int(entry.name))
     return found
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def env(home: Path) -> dict[str, str]:
@@ -45,7 +39,7 @@ def env(home: Path) -> dict[str, str]:
 
 
 def test_a_real_moa_turn_on_the_local_model_and_the_server_is_gone_after(home):
-    before = servers()
+    before = servers(home)
     result = subprocess.run(
         [sys.executable, "-m", "moa_chat", "ask", "--preset", "local", "--no-save", "Name a primary colour."],
         capture_output=True,
@@ -66,11 +60,11 @@ def test_a_real_moa_turn_on_the_local_model_and_the_server_is_gone_after(home):
     ready = next(n for n, line in enumerate(lines) if "is ready (started in " in line)
     first_call = next(n for n, line in enumerate(lines) if "local:smollm2 #" in line)
     assert starting < ready < first_call
-    assert wait_for(lambda: servers() <= before, 10), "the llama.cpp server outlived moa-chat"
+    waiting.wait_until(lambda: servers(home) <= before, "the llama.cpp server to end with moa-chat", timeout=10)
 
 
 def test_the_server_dies_with_moa_chat_even_when_it_is_killed(home):
-    before = servers()
+    before = servers(home)
     process = subprocess.Popen(
         [sys.executable, "-m", "moa_chat", "ask", "--preset", "local", "--no-save", "Write a long story."],
         stdout=subprocess.DEVNULL,
@@ -78,11 +72,11 @@ def test_the_server_dies_with_moa_chat_even_when_it_is_killed(home):
         env=env(home),
     )
     try:
-        assert wait_for(lambda: servers() - before, 120), "the local server never started"
+        waiting.wait_until(lambda: servers(home) - before, "the local server to start", timeout=120)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was orphaned"
+    waiting.wait_until(lambda: servers(home) <= before, "the llama.cpp server to end (not be orphaned)", timeout=15)
 
 
 def test_a_missing_model_file_names_the_fix(home, tmp_path):
@@ -125,7 +119,7 @@ async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, mon
     from moa_chat.tui.widgets.reply import AssistantReply
     from tui_helpers import make_app, record_statuses, send, wait_until
 
-    before = servers()
+    before = servers(home)
     shown = record_statuses(monkeypatch)
     app = make_app(load_config(), "local")
     try:
@@ -147,7 +141,7 @@ async def test_the_chat_shows_the_real_local_model_starting_then_ready(home, mon
         server = lifecycle._running.pop("local", None)
         if server is not None:
             server.stop()
-    assert wait_for(lambda: servers() <= before, 15), "the llama.cpp server was left running"
+    waiting.wait_until(lambda: servers(home) <= before, "the llama.cpp server to stop", timeout=15)
 
 
 def test_finding_the_bundled_model_imports_nothing_heavy():

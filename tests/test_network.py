@@ -1,4 +1,4 @@
-"""Retries and time limits over real HTTP (issue 10 §2): what is sent again, when, and what never is.
+"""Retries and time limits over real HTTP: what is sent again, when, and what never is.
 
 Every test talks to the loopback server through the real SDK. Time limits are set to fractions of a
 second and the server's silences to many seconds, so a test passes by a wide margin on a loaded machine;
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import textwrap
-import time
+import threading
 
 import pytest
 from conftest import WIRE_CONFIG, write_config
@@ -17,6 +17,7 @@ from loop_helpers import tool_loop
 from moa_chat.config import load_config
 from moa_chat.engine import CallRetrying, ReferenceFinished
 from moa_chat.providers.loopback_server import Reply
+from waiting import wait_until
 
 QUESTION = [{"role": "user", "content": "How do I reverse a list in Python?"}]
 
@@ -42,6 +43,16 @@ def run(config, events=None):
 
 def retries(events) -> list[CallRetrying]:
     return [e for e in events if isinstance(e, CallRetrying)]
+
+
+def references_done() -> None:
+    """Waits until no reference's worker runs (a kept thread carries its work's name while it works): each
+    retry is its worker's, announced by a CallRetrying event before it is sent, and the references' SDK
+    retries are off, so from here on none can start."""
+    wait_until(
+        lambda: not any(thread.name == "moa-reference" for thread in threading.enumerate()),
+        "the references' workers to finish",
+    )
 
 
 # --------------------------------------------------------------------------- retried before the first token
@@ -197,11 +208,13 @@ def test_keep_alives_keep_a_slow_stream_alive(net_config, llm_server):
 
 def test_a_reference_past_its_first_token_limit_is_timed_out_not_retried(net_config, llm_server):
     llm_server.script("ref-a", Reply(text="never", delay=60))
-    result = run(net_config("first_token_timeout: 0.5\nmax_retries: 2"))
+    events: list = []
+    result = run(net_config("first_token_timeout: 0.5\nmax_retries: 2"), events)
     [ref_a] = [r for r in result.references if r.label == "wire:ref-a"]
     assert (ref_a.status, ref_a.error) == ("timeout", "no answer began within 0.5 s (network: first_token_timeout)")
     assert result.status == "ok"
-    time.sleep(1.0)
+    references_done()
+    assert [r for r in retries(events) if r.label == "wire:ref-a"] == []
     assert len(llm_server.requests_for("ref-a")) == 1
 
 
@@ -209,10 +222,12 @@ def test_a_dropped_reference_stays_dropped(net_config, llm_server):
     # Its reference_timeout passes while it waits; no retry may start behind the fan-out's back.
     llm_server.script("ref-a", Reply(status=503))
     llm_server.script("ref-b", Reply(text="slow", delay=60))
-    result = run(net_config("max_retries: 5\nfirst_token_timeout: off", preset="reference_timeout: 0.5"))
+    events: list = []
+    result = run(net_config("max_retries: 5\nfirst_token_timeout: off", preset="reference_timeout: 0.5"), events)
     statuses = {r.label: r.status for r in result.references}
     assert statuses["wire:ref-b"] == "timeout"
-    time.sleep(1.5)
+    references_done()
+    assert [r for r in retries(events) if r.label == "wire:ref-b"] == []
     assert len(llm_server.requests_for("ref-b")) == 1
 
 

@@ -1,4 +1,4 @@
-"""The chat offers the models a local Ollama has pulled (issue 14): asked after the first paint, on a worker
+"""The chat offers the models a local Ollama has pulled: asked after the first paint, on a worker
 thread; F2, the palette and "Models from ollama" list them, and a chosen one runs as a Self-MoA. When Ollama
 is not running, nothing changes and nothing waits.
 

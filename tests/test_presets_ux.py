@@ -1,4 +1,4 @@
-"""Presets say what they need (issue 11): F3 cycles the ones that can run, the picker explains the rest,
+"""Presets say what they need: F3 cycles the ones that can run, the picker explains the rest,
 `moa-chat presets` lists them in the same order."""
 
 from __future__ import annotations

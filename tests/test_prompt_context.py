@@ -1,4 +1,4 @@
-"""What goes to the models besides the prompt (issue 11): a system prompt, and attached files."""
+"""What goes to the models besides the prompt: a system prompt, and attached files."""
 
 from __future__ import annotations
 

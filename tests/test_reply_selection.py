@@ -1,4 +1,4 @@
-"""Every reply, at any length, streamed or loaded, can be selected with the mouse and copied (issue 30): a drag
+"""Every reply, at any length, streamed or loaded, can be selected with the mouse and copied: a drag
 across a long reply's blocks selects what the screen shows, and the copied text is the reply's text as written
 (wrapped lines joined again; frames, bars and indents left out)."""
 

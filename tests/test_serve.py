@@ -4,6 +4,7 @@ each browser tab runs, and the checks that keep other web pages from driving it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -25,6 +26,7 @@ import pytest
 from moa_chat.cli import main
 from moa_chat.cli.serve import allowed_hosts, warning_for, websocket_refusal
 from textual_serve.server import Server
+from waiting import seconds_until, wait_until
 
 DEADLINE = 60.0  # seconds; a loaded 2-core machine starts Chromium and the app slowly, so poll, generously
 APP_ARGV = [sys.executable, "-m", "moa_chat", "--preset", "demo"]
@@ -64,12 +66,13 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            proc.poll()
-            if not _group(proc.pid):
-                return
-            time.sleep(0.1)
+        if seconds_until(lambda: _reaped_with_its_group(proc), wait, interval=0.1) is not None:
+            return
+
+
+def _reaped_with_its_group(proc: subprocess.Popen[bytes]) -> bool:
+    proc.poll()  # reaps it once it has exited
+    return not _group(proc.pid)
 
 
 @dataclass
@@ -103,17 +106,14 @@ def served(home: Path, tmp_path: Path) -> Iterator[Served]:
         )
     server = Served(port, proc, log)
     try:
-        deadline = time.monotonic() + DEADLINE
-        while True:
+
+        def page() -> str:
             assert proc.poll() is None, f"moa-chat serve exited {proc.returncode}:\n{log.read_text()}"
-            try:
-                with urllib.request.urlopen(server.url, timeout=5) as page:
-                    html = page.read().decode()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"moa-chat serve never answered:\n{log.read_text()}") from None
-                time.sleep(0.2)
+            with contextlib.suppress(OSError), urllib.request.urlopen(server.url, timeout=5) as answer:
+                return answer.read().decode()
+            return ""
+
+        html = wait_until(page, "moa-chat serve to answer", timeout=DEADLINE, interval=0.2, show=log.read_text)
         assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in html
         yield server
     finally:
@@ -251,10 +251,7 @@ async def test_the_chat_runs_in_a_real_browser(chromium: str, served: Served, tm
     finally:
         _stop_group(browser)
     # The tab is gone: its chat goes with it, and the server stays up for the next.
-    deadline = time.monotonic() + DEADLINE
-    while served.apps() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert served.apps() == []
+    wait_until(lambda: served.apps() == [], "the tab's chat to end", timeout=DEADLINE, interval=0.2)
     assert served.proc.poll() is None
 
 
@@ -278,11 +275,9 @@ async def test_other_web_pages_cannot_open_the_websocket(served: Served) -> None
     # The start line is printed half a second after the server answers (serve._announce): on a busy machine
     # the sockets above can all be done before that, so wait for it rather than race it.
     announced = f"moa-chat: serving the chat on http://127.0.0.1:{served.port} (Ctrl+C stops)"
-    deadline = time.monotonic() + DEADLINE
-    while announced not in served.log.read_text() and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-    log = served.log.read_text()
-    assert announced in log
+    log = wait_until(
+        lambda: text if announced in (text := served.log.read_text()) else "", "the start line", timeout=DEADLINE
+    )
     assert "refused a websocket: cross-site Origin 'https://evil.example'" in log
 
 

@@ -17,11 +17,10 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,8 @@ from conftest import WIRE_CONFIG, write_config
 from moa_chat.config import McpServerConfig
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.tools.mcp_bridge import McpHub
+from tui_helpers import Tmux
+from waiting import alive, proc_stat, seconds_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to watch processes")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -47,15 +48,6 @@ EXITED = "moa-chat exited with status "
 # --------------------------------------------------------------------------- processes, via /proc
 
 
-def _stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat fields after the command name (state, ppid, pgrp, ...), or None if there is none."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rindex(")") + 2 :].split()
-
-
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
@@ -65,14 +57,8 @@ def _cmdline(pid: int) -> str:
 
 def _pids() -> Iterator[tuple[int, list[str]]]:
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+        if entry.name.isdigit() and (fields := proc_stat(int(entry.name))) is not None:
             yield int(entry.name), fields
-
-
-def alive(pid: int) -> bool:
-    """A zombie counts as gone: it has stopped, and only waits for whoever reaps it."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def group_alive(pgid: int) -> list[int]:
@@ -89,20 +75,9 @@ def children_running(parent: int, marker: str) -> list[int]:
     ]
 
 
-def poll(predicate: Callable[[], object], timeout: float, interval: float = 0.02) -> float | None:
-    """Seconds until `predicate()` held, or None if it never did within `timeout`."""
-    started = time.monotonic()
-    while True:
-        if predicate():
-            return time.monotonic() - started
-        if time.monotonic() - started > timeout:
-            return None
-        time.sleep(interval)
-
-
 def one_child(parent: int, marker: str, timeout: float = 30) -> int:
     found: list[int] = []
-    took = poll(lambda: found.extend(children_running(parent, marker)) or found, timeout)
+    took = seconds_until(lambda: found.extend(children_running(parent, marker)) or found, timeout)
     assert took is not None, f"no child of {parent} running {marker!r}"
     return found[0]
 
@@ -118,56 +93,33 @@ def read_pid(path: Path) -> int | None:
 # --------------------------------------------------------------------------- the terminal
 
 
-class Tmux:
+class AppTerminal(Tmux):
+    """The test's tmux session, and the apps started in it: killed at the end if still there (a failed test must
+    not leave one)."""
+
     def __init__(self, socket: str) -> None:
-        self.socket = socket
-        self.apps: list[int] = []  # killed at the end if still there: a failed test must not leave one
+        super().__init__(socket, SESSION)
+        self.apps: list[int] = []
 
-    def __call__(self, *args: str, check: bool = True) -> str:
-        result = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10, check=check
-        )
-        return result.stdout
 
-    def display(self, fmt: str) -> str:
-        return self("display", "-p", "-t", SESSION, fmt).strip()
+def modes(tmux: Tmux) -> dict[str, str]:
+    """The pane's modes: the alternate screen, mouse reporting, the cursor shown."""
+    names = ("alternate_on", "mouse_any_flag", "cursor_flag")
+    return dict(zip(names, tmux.display(" ".join(f"#{{{name}}}" for name in names)).split(), strict=True))
 
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", SESSION)
 
-    def type(self, text: str) -> None:
-        self("send-keys", "-t", SESSION, "-l", text)
-        self("send-keys", "-t", SESSION, "Enter")
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        screen = ""
-
-        def shown() -> bool:
-            nonlocal screen
-            screen = self.screen()
-            return text in screen
-
-        if poll(shown, timeout, 0.2) is None:
-            raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
-        return screen
-
-    def state(self) -> dict[str, str]:
-        """The pane's modes: the alternate screen, mouse reporting, the cursor shown."""
-        names = ("alternate_on", "mouse_any_flag", "cursor_flag")
-        return dict(zip(names, self.display(" ".join(f"#{{{name}}}" for name in names)).split(), strict=True))
-
-    def reply_ended(self, text: str) -> bool:
-        """Whether the last reply showing `text` has its footer under it (its turn has ended)."""
-        lines = self.screen().splitlines()
-        at = [n for n, line in enumerate(lines) if text in line]
-        return bool(at) and any(FOOTER in line for line in lines[at[-1] :])
+def reply_ended(tmux: Tmux, text: str) -> bool:
+    """Whether the last reply showing `text` has its footer under it (its turn has ended)."""
+    lines = tmux.screen().splitlines()
+    at = [n for n, line in enumerate(lines) if text in line]
+    return bool(at) and any(FOOTER in line for line in lines[at[-1] :])
 
 
 APP_RUNNING = {"alternate_on": "1", "mouse_any_flag": "1", "cursor_flag": "0"}
 TERMINAL_RESTORED = {"alternate_on": "0", "mouse_any_flag": "0", "cursor_flag": "1"}
 
 
-def start(tmux: Tmux, home: Path, cwd: Path) -> int:
+def start(tmux: AppTerminal, home: Path, cwd: Path) -> int:
     """Start moa-chat on the `wire` preset in a 120×40 pane; returns its pid.
 
     A shell stays in the pane after the app ends, so the pane's modes are still the ones the app left
@@ -193,11 +145,11 @@ def start(tmux: Tmux, home: Path, cwd: Path) -> int:
 def assert_quit_cleanly(tmux: Tmux, app: int, server: int) -> None:
     """The app exited with status 0, took its MCP server (and that one's process group) with it, and left
     the terminal as it found it."""
-    assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app did not exit"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app did not exit"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
     screen = tmux.wait_for(EXITED, STOP_BOUND)
     assert f"{EXITED}0" in screen and "Traceback" not in screen
-    assert tmux.state() == TERMINAL_RESTORED
+    assert modes(tmux) == TERMINAL_RESTORED
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -211,10 +163,10 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tmux(request: pytest.FixtureRequest) -> Iterator[Tmux]:
-    tmux = Tmux(f"moa-signals-{os.getpid()}-{abs(hash(request.node.name)) % 10**6}")
+def tmux(request: pytest.FixtureRequest) -> Iterator[AppTerminal]:
+    tmux = AppTerminal(f"moa-signals-{os.getpid()}-{abs(hash(request.node.name)) % 10**6}")
     yield tmux
-    tmux("kill-server", check=False)
+    tmux.kill_server()
     for app in tmux.apps:
         if alive(app) and "moa_chat" in _cmdline(app):
             os.kill(app, signal.SIGKILL)
@@ -259,10 +211,8 @@ class LongCommand:
     def run(self, tmux: Tmux) -> int:
         """Ask for it, allow it, wait until it runs; returns the process group."""
         tmux.type("Run the long job")
-        tmux.wait_for("Allow once")
-        time.sleep(1)  # letter keys decide only after a quiet moment (ApprovalScreen.QUIET_SECONDS)
-        tmux("send-keys", "-t", SESSION, "y")
-        assert poll(lambda: read_pid(self.leader_file) and read_pid(self.background_file), 30) is not None
+        tmux.answer_approval("y")
+        assert seconds_until(lambda: read_pid(self.leader_file) and read_pid(self.background_file), 30) is not None
         self.leader, self.background = read_pid(self.leader_file), read_pid(self.background_file)
         assert self.leader is not None and self.background is not None
         assert set(group_alive(self.leader)) >= {self.leader, self.background}
@@ -285,12 +235,12 @@ def test_a_signal_kills_the_running_command_group_and_stops_the_mcp_server(
     try:
         tmux.wait_for("Ask the panel")
         server = one_child(app, "mcp_tiny_server.py")
-        assert tmux.state() == APP_RUNNING
+        assert modes(tmux) == APP_RUNNING
         group = command.run(tmux)
         assert alive(app)
 
         os.kill(app, getattr(signal, signal_name))
-        took = poll(lambda: not group_alive(group), STOP_BOUND)
+        took = seconds_until(lambda: not group_alive(group), STOP_BOUND)
         print(f"\n{signal_name}: the command's process group was gone {took}s after the signal")
         assert took is not None, f"still running in the command's group: {group_alive(group)}"
         assert_quit_cleanly(tmux, app, server)
@@ -309,9 +259,9 @@ def test_a_closed_terminal_kills_the_running_command_group_and_the_app_exits(hom
         server = one_child(app, "mcp_tiny_server.py")
         group = command.run(tmux)
         tmux("kill-server")
-        assert poll(lambda: not group_alive(group), STOP_BOUND) is not None, group_alive(group)
-        assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app outlived its terminal"
-        assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+        assert seconds_until(lambda: not group_alive(group), STOP_BOUND) is not None, group_alive(group)
+        assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app outlived its terminal"
+        assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
     finally:
         command.kill_leftovers()
 
@@ -341,16 +291,16 @@ def test_ctrl_q_after_a_turn_that_used_an_mcp_tool_quits_and_stops_the_server(ho
     for attempt in range(1, 30):
         tmux.type(f"Add forty and two, try {attempt}")
         endings = (f"(try {attempt}).", "The sum is 42.")
-        ended = poll(lambda endings=endings: any(tmux.reply_ended(e) for e in endings), 30, 0.1)
+        ended = seconds_until(lambda endings=endings: any(reply_ended(tmux, e) for e in endings), 30, 0.1)
         assert ended is not None, tmux.screen()
-        if tmux.reply_ended("The sum is 42."):
+        if reply_ended(tmux, "The sum is 42."):
             break
         time.sleep(1)  # the server is still starting
     else:
         raise AssertionError("the MCP tool was never offered")
     sent = time.monotonic()
-    tmux("send-keys", "-t", SESSION, "C-q")
-    assert poll(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app did not exit after Ctrl+Q"
+    tmux.keys("C-q")
+    assert seconds_until(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app did not exit after Ctrl+Q"
     print(f"\nCtrl+Q after a turn, one MCP server: the app exited after {time.monotonic() - sent:.3f}s")
     assert_quit_cleanly(tmux, app, server)
 
@@ -362,9 +312,11 @@ def test_ctrl_q_while_an_mcp_server_is_still_starting_does_not_wait_for_it(home,
     tmux.wait_for("Ask the panel")
     server = one_child(app, "mcp_tiny_server.py")
     sent = time.monotonic()
-    tmux("send-keys", "-t", SESSION, "C-q")
+    tmux.keys("C-q")
     # Waiting for the start (up to mcp_bridge.START_TIMEOUT, 20 s) would blow this bound.
-    assert poll(lambda: not alive(app), STOP_BOUND, 0.005) is not None, "the app waited for the server to start"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND, 0.005) is not None, (
+        "the app waited for the server to start"
+    )
     print(f"\nCtrl+Q while the MCP server starts: the app exited after {time.monotonic() - sent:.3f}s")
     assert_quit_cleanly(tmux, app, server)
 
@@ -378,12 +330,12 @@ def test_the_terminal_closing_while_the_app_winds_down_does_not_keep_it_running(
     app = start(tmux, home, project)
     tmux.wait_for("Ask the panel")
     server = one_child(app, "mcp_tiny_server.py")
-    tmux("send-keys", "-t", SESSION, "C-q")
-    assert poll(lambda: tmux.state()["alternate_on"] == "0", STOP_BOUND) is not None  # the app is winding down
+    tmux.keys("C-q")
+    assert seconds_until(lambda: modes(tmux)["alternate_on"] == "0", STOP_BOUND) is not None  # the app is winding down
     assert alive(app)
     tmux("kill-server")
-    assert poll(lambda: not alive(app), STOP_BOUND) is not None, "the app never exited"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
+    assert seconds_until(lambda: not alive(app), STOP_BOUND) is not None, "the app never exited"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the MCP server outlived the app"
 
 
 # --------------------------------------------------------------------------- the hub on its own
@@ -399,7 +351,7 @@ def test_closing_the_hub_abandons_a_start_in_progress_without_reporting_a_failur
     hub.close()
     starting.join(STOP_BOUND)
     assert not starting.is_alive(), "start() kept waiting for a server the hub had closed"
-    assert poll(lambda: not group_alive(server), STOP_BOUND) is not None, "the server outlived close()"
+    assert seconds_until(lambda: not group_alive(server), STOP_BOUND) is not None, "the server outlived close()"
     assert reports == [] and hub.failures == {} and hub.tools() == []
     hub.start()  # a closed hub starts nothing again
     assert hub.servers == []

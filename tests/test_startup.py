@@ -1,4 +1,4 @@
-"""What the first screen waits for: only what it shows (issue 12, bench/startup.py)."""
+"""What the first screen waits for: only what it shows (bench/startup.py measures it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12, streaming and long conversations: a streamed reply looks exactly like the same text rendered in one go,
+"""Streaming and long conversations: a streamed reply looks exactly like the same text rendered in one go,
 at any width and in any theme, and a long conversation keeps a bounded number of widgets mounted."""
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import pytest
 from moa_chat.engine.cancel import CancelToken
 from moa_chat.tools import ToolError, Workspace
 from moa_chat.tools.builtin import builtin_tools
+from waiting import DEADLINE
 
 RACER = textwrap.dedent(
     """
@@ -49,7 +50,7 @@ def race(tmp_path):
     (outside / "secret.txt").write_text("OUTSIDE SECRET")
     (root / "target.txt").write_text("inside text")
     racer = subprocess.Popen(
-        [sys.executable, "-c", RACER, str(root), str(outside), "4"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", RACER, str(root), str(outside), str(DEADLINE)], stdout=subprocess.PIPE, text=True
     )
     tools = {tool.name: tool for tool in builtin_tools(Workspace(root))}
     yield tools, outside, racer
@@ -60,8 +61,8 @@ def race(tmp_path):
 def test_read_file_never_reads_outside_while_the_path_is_swapped(race):
     tools, _outside, racer = race
     reads = refused = 0
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + DEADLINE
+    while (reads <= 100 or refused <= 100) and time.monotonic() < deadline:  # until both sides of the race are hit
         for path in ("target.txt", "sub/secret.txt"):
             try:
                 text = tools["read_file"].run({"path": path}, CancelToken())
@@ -76,16 +77,16 @@ def test_read_file_never_reads_outside_while_the_path_is_swapped(race):
 
 def test_write_file_never_writes_outside_while_the_path_is_swapped(race):
     tools, outside, _racer = race
-    writes = 0
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
+    writes = refused = 0
+    deadline = time.monotonic() + DEADLINE
+    while (writes <= 50 or refused <= 50) and time.monotonic() < deadline:  # until both sides of the race are hit
         for path in ("target.txt", "sub/secret.txt"):
             try:
                 tools["write_file"].run({"path": path, "content": "WRITTEN BY THE MODEL"}, CancelToken())
                 writes += 1
             except ToolError:
-                pass
-    assert writes > 50
+                refused += 1
+    assert writes > 50 and refused > 50
     assert (outside / "secret.txt").read_text() == "OUTSIDE SECRET"
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 

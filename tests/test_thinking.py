@@ -1,5 +1,5 @@
 """A reasoning model's thinking, off the screen: the engine's events over the real wire, `ask`, the store and
-the export (issue 31, item 16). The chat's side is test_thinking_tui.py."""
+the export. The chat's side is test_thinking_tui.py."""
 
 from __future__ import annotations
 

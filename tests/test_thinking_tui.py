@@ -1,4 +1,4 @@
-"""A reasoning model's thinking in the chat (issue 31, item 16): a dimmed block above the reply that streams
+"""A reasoning model's thinking in the chat: a dimmed block above the reply that streams
 while the aggregator thinks, folds to one line when the answer begins, and opens with Enter or a click; a
 reference card that says "thinking…"; a stored reply with its thought folded."""
 

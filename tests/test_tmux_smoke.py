@@ -5,37 +5,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-import time
 
 import pytest
+from tui_helpers import Tmux
+from waiting import wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
-class Tmux:
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def __call__(self, *args: str, check: bool = True) -> str:
-        result = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10, check=check
-        )
-        return result.stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "smoke")
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
 
 
 def start(tmux: Tmux, home, cwd=None, args: str = "--preset demo") -> None:
@@ -57,20 +33,16 @@ def start(tmux: Tmux, home, cwd=None, args: str = "--preset demo") -> None:
 
 
 def quit_and_wait(tmux: Tmux) -> None:
-    tmux("send-keys", "-t", "smoke", "C-q")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "smoke" in tmux("list-sessions", check=False):
-        time.sleep(0.2)
-    assert "smoke" not in tmux("list-sessions", check=False)
+    tmux.keys("C-q")
+    tmux.session_ended()
 
 
 def test_chat_on_the_demo_preset_in_a_real_terminal(home):
-    tmux = Tmux(f"moa-smoke-{os.getpid()}")
+    tmux = Tmux(f"moa-smoke-{os.getpid()}", "smoke")
     start(tmux, home)
     try:
         tmux.wait_for("Ask the panel")
-        tmux("send-keys", "-t", "smoke", "-l", "How do I test a command-line tool?")
-        tmux("send-keys", "-t", "smoke", "Enter")
+        tmux.type("How do I test a command-line tool?")
         screen = tmux.wait_for("demo · demo:simulated-synthesizer ·")
         assert "How do I test a command-line tool?" in screen
         assert "A first version to start from" in screen or "Run it on one real example" in screen
@@ -79,7 +51,7 @@ def test_chat_on_the_demo_preset_in_a_real_terminal(home):
         assert screen.count("done ") >= 4  # three references and the aggregator finished
         quit_and_wait(tmux)
     finally:
-        tmux("kill-server", check=False)
+        tmux.kill_server()
 
 
 def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_path):
@@ -88,35 +60,31 @@ def test_tools_run_and_changes_wait_for_approval_in_a_real_terminal(home, tmp_pa
     project = tmp_path / "project"
     project.mkdir()
     (project / "README.md").write_text("# Smoke project\n\nUsed by the tmux test.\n")
-    tmux = Tmux(f"moa-smoke-tools-{os.getpid()}")
+    tmux = Tmux(f"moa-smoke-tools-{os.getpid()}", "smoke")
     start(tmux, home, cwd=project)
     try:
         tmux.wait_for("Ask the panel")
-        tmux("send-keys", "-t", "smoke", "-l", "What files are in this folder and what does README.md say?")
-        tmux("send-keys", "-t", "smoke", "Enter")
+        tmux.type("What files are in this folder and what does README.md say?")
         screen = tmux.wait_for("“Smoke project”")  # the quote streams after "opens with": wait for all of it
         assert "list_directory" in screen and "read_file" in screen and "“Smoke project”" in screen
         tmux.wait_for("demo · demo:simulated-synthesizer ·")
-        tmux("send-keys", "-t", "smoke", "-l", "Please write a note file about it")
-        tmux("send-keys", "-t", "smoke", "Enter")
+        tmux.type("Please write a note file about it")
         screen = tmux.wait_for("Allow once")
         assert DEMO_NOTE in screen and not (project / DEMO_NOTE).exists()
-        time.sleep(1)  # letter keys decide only after a quiet moment (ApprovalScreen.QUIET_SECONDS)
-        tmux("send-keys", "-t", "smoke", "y")
+        tmux.answer_approval("y")
         tmux.wait_for("created " + DEMO_NOTE)
         assert (project / DEMO_NOTE).read_text().startswith("# Notes")
         quit_and_wait(tmux)
     finally:
-        tmux("kill-server", check=False)
+        tmux.kill_server()
 
 
 def test_a_chat_is_saved_and_resume_brings_it_back(home):
-    tmux = Tmux(f"moa-smoke-resume-{os.getpid()}")
+    tmux = Tmux(f"moa-smoke-resume-{os.getpid()}", "smoke")
     start(tmux, home)
     try:
         tmux.wait_for("Ask the panel")
-        tmux("send-keys", "-t", "smoke", "-l", "How should I name my variables?")
-        tmux("send-keys", "-t", "smoke", "Enter")
+        tmux.type("How should I name my variables?")
         tmux.wait_for("demo · demo:simulated-synthesizer ·")
         quit_and_wait(tmux)
         start(tmux, home, args="--resume")
@@ -128,34 +96,29 @@ def test_a_chat_is_saved_and_resume_brings_it_back(home):
         tokens = footer.split(" · ")[-1].split("tokens")[0].strip()
         assert header.endswith(f"{tokens} tokens")  # the session's total, not 0: its ledger came back too
         shown = screen.count("How should I name my variables?")
-        tmux("send-keys", "-t", "smoke", "Up")  # ↑ history survived the restart: the prompt box fills
-        deadline = time.monotonic() + 10
-        while "Ask the panel" in tmux.screen() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        screen = tmux.screen()
-        assert "Ask the panel" not in screen and screen.count("How should I name my variables?") == shown + 1
+        tmux.keys("Up")  # ↑ history survived the restart: the prompt box fills
+        screen = tmux.wait_until(lambda screen: "Ask the panel" not in screen, "the prompt box filled from history")
+        assert screen.count("How should I name my variables?") == shown + 1
         quit_and_wait(tmux)
     finally:
-        tmux("kill-server", check=False)
+        tmux.kill_server()
 
 
 @pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
 def test_sigterm_and_sighup_leave_the_terminal_as_they_found_it(home, signal_name):
-    tmux = Tmux(f"moa-smoke-signal-{signal_name}-{os.getpid()}")
+    tmux = Tmux(f"moa-smoke-signal-{signal_name}-{os.getpid()}", "smoke")
     start(tmux, home)
     try:
         tmux.wait_for("Ask the panel")
-        assert tmux("display", "-p", "-t", "smoke", "#{alternate_on}").strip() == "1"
-        pid = int(tmux("display", "-p", "-t", "smoke", "#{pane_pid}").strip())
+        assert tmux.display("#{alternate_on}") == "1"
+        pid = int(tmux.display("#{pane_pid}"))
         tmux("set-option", "-t", "smoke", "remain-on-exit", "on")
         os.kill(pid, getattr(__import__("signal"), f"SIG{signal_name}"))
-        deadline = time.monotonic() + 10
-        while tmux("display", "-p", "-t", "smoke", "#{pane_dead}").strip() != "1" and time.monotonic() < deadline:
-            time.sleep(0.1)
-        state = tmux("display", "-p", "-t", "smoke", "#{pane_dead} #{alternate_on} #{mouse_any_flag}")
+        wait_until(lambda: tmux.display("#{pane_dead}") == "1", "the app to exit", interval=0.1)
+        state = tmux.display("#{pane_dead} #{alternate_on} #{mouse_any_flag}")
         assert state.split() == ["1", "0", "0"]  # exited, as Ctrl+Q leaves it: the normal screen, mouse off
     finally:
-        tmux("kill-server", check=False)
+        tmux.kill_server()
 
 
 def prompt_lines(screen: str) -> list[str]:
@@ -164,51 +127,38 @@ def prompt_lines(screen: str) -> list[str]:
 
 
 def test_new_line_keys_and_shift_f3_as_terminals_send_them(home):
-    tmux = Tmux(f"moa-smoke-keys-{os.getpid()}")
+    tmux = Tmux(f"moa-smoke-keys-{os.getpid()}", "smoke")
     start(tmux, home)
     try:
         tmux.wait_for("Ask the panel")
         # One burst, as xterm or GNOME Terminal would send it: LF is Ctrl+J, ESC CR is Alt+Enter.
-        tmux("send-keys", "-t", "smoke", "-H", *(f"{b:02x}" for b in b"one\ntwo\x1b\rthree"))
-        tmux("send-keys", "-t", "smoke", "M-Enter")  # tmux's own Alt+Enter (ESC CR)
-        tmux("send-keys", "-t", "smoke", "-l", "four")
-        tmux("send-keys", "-t", "smoke", "C-j")
-        tmux("send-keys", "-t", "smoke", "-l", "five")
-        deadline = time.monotonic() + 10
-        lines = prompt_lines(tmux.screen())
-        while "five" not in lines and time.monotonic() < deadline:
-            time.sleep(0.2)
-            lines = prompt_lines(tmux.screen())
-        assert "five" in lines, tmux.screen()
+        tmux.keys("-H", *(f"{b:02x}" for b in b"one\ntwo\x1b\rthree"))
+        tmux.keys("M-Enter")  # tmux's own Alt+Enter (ESC CR)
+        tmux.type("four", enter=False)
+        tmux.keys("C-j")
+        tmux.type("five", enter=False)
+        lines = prompt_lines(tmux.wait_until(lambda screen: "five" in prompt_lines(screen), "the fifth line typed"))
         start_row = lines.index("one")
         assert lines[start_row : start_row + 5] == ["one", "two", "three", "four", "five"]
         assert "consulting" not in tmux.screen()  # none of them sent the prompt
 
         header = tmux.screen().splitlines()[0]
-        tmux("send-keys", "-t", "smoke", "F3")
-        deadline = time.monotonic() + 10
-        while tmux.screen().splitlines()[0] == header and time.monotonic() < deadline:
-            time.sleep(0.2)
-        stepped = tmux.screen().splitlines()[0]
-        assert stepped != header
-        # Shift+F3 twice: as tmux sends it (CSI 1;2R), then as raw xterm bytes; back where it started, and past.
-        tmux("send-keys", "-t", "smoke", "S-F3")
-        deadline = time.monotonic() + 10
-        while tmux.screen().splitlines()[0] != header and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert tmux.screen().splitlines()[0] == header
-        tmux("send-keys", "-t", "smoke", "-H", *(f"{b:02x}" for b in b"\x1b[1;2R"))
-        deadline = time.monotonic() + 10
-        while tmux.screen().splitlines()[0] == header and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert tmux.screen().splitlines()[0] != header
-        tmux("send-keys", "-t", "smoke", "F3")  # back on the demo preset, to send
-        deadline = time.monotonic() + 10
-        while tmux.screen().splitlines()[0] != header and time.monotonic() < deadline:
-            time.sleep(0.2)
 
-        tmux("send-keys", "-t", "smoke", "Enter")  # and Enter sends the five lines
+        def header_is(expected: bool, what: str) -> None:
+            tmux.wait_until(lambda screen: (screen.splitlines()[0] == header) is expected, what)
+
+        tmux.keys("F3")
+        header_is(False, "F3 to step to the next preset")
+        # Shift+F3 twice: as tmux sends it (CSI 1;2R), then as raw xterm bytes; back where it started, and past.
+        tmux.keys("S-F3")
+        header_is(True, "Shift+F3 (tmux's) to step back")
+        tmux.keys("-H", *(f"{b:02x}" for b in b"\x1b[1;2R"))
+        header_is(False, "Shift+F3 (xterm's bytes) to step back again")
+        tmux.keys("F3")  # back on the demo preset, to send
+        header_is(True, "F3 to step forward to the demo preset")
+
+        tmux.keys("Enter")  # and Enter sends the five lines
         tmux.wait_for("Here is what the panel makes of one two three")  # sent whole, as one prompt
         quit_and_wait(tmux)
     finally:
-        tmux("kill-server", check=False)
+        tmux.kill_server()

@@ -1,4 +1,4 @@
-"""Traces and the privacy filter (issue 13): what is kept, where, with what permissions, and redacted how."""
+"""Traces and the privacy filter: what is kept, where, with what permissions, and redacted how."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from moa_chat.tui.widgets.prompt_input import PromptInput
 from moa_chat.tui.widgets.reference_card import ReferenceCard
 from moa_chat.tui.widgets.reply import AssistantReply
 from moa_chat.tui.widgets.sidebar import ReferenceSidebar
+from textual.command import CommandList, CommandPalette
 from tui_helpers import make_app, run_turn, send, wait_until
 
 SECOND_PRESET = """
@@ -251,7 +252,15 @@ async def test_palette_has_a_switch_entry_per_preset(wire_config, llm_server):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Switch preset: wire2")
-        await pilot.pause(0.3)
+
+        def wire2_highlighted() -> bool:
+            """The palette has searched and shows the entry first: Enter runs the highlighted one."""
+            if not isinstance(app.screen, CommandPalette):
+                return False
+            option = app.screen.query_one(CommandList).highlighted_option
+            return option is not None and "Switch preset: wire2" in str(option.prompt)
+
+        await wait_until(pilot, wire2_highlighted)
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.session.preset.name == "wire2", timeout=3)
 

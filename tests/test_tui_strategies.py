@@ -1,4 +1,4 @@
-"""Issue 13 in the TUI: live previews and speed on running cards, what calls cost (cards and header), the
+"""The strategies in the TUI: live previews and speed on running cards, what calls cost (cards and header), the
 side-by-side screen of a turn's answers, and a turn's trace.
 
 Snapshots are deterministic (see test_tui_snapshots.py): a frozen clock, no animations, scripted servers.

@@ -1,4 +1,4 @@
-"""The visual design's behaviour (issue 11): the sidebar by width, file names that stay text, a card's time to
+"""The visual design's behaviour: the sidebar by width, file names that stay text, a card's time to
 first token, tool blocks that say what happened and what Enter will do, a header that fits, the welcome."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Loose ends a newcomer and a fault probe found: a config typo never locks anyone out of their sessions,
-`doctor` runs every check and finds a damaged session database, and `export` says why it cannot write."""
+"""The commands at their edges: a config typo never locks anyone out of their sessions, `doctor` runs every check
+and finds a damaged session database, `export` says why it cannot write, `ask` stops cleanly on a signal or a
+reader that leaves, the chat refuses to run without a terminal, and the local preset names what it needs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from conftest import write_config
 from moa_chat.cli import main
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from moa_chat.store import SessionStore, default_path
+from waiting import alive, wait_until
 
 BROKEN = "moa:\n  presets:\n    x: [oops\n"
 
@@ -188,9 +189,9 @@ def test_a_signal_to_ask_stops_its_command_and_ends_the_stored_turn_interrupted(
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (marker.exists() and marker.read_text()) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # polls for the command's start; nothing is timed
+        wait_until(
+            lambda: (marker.exists() and marker.read_text()) or process.poll() is not None, "the command to start"
+        )
         child = int(marker.read_text())
         process.send_signal(number)
         _out, err = process.communicate(timeout=30)
@@ -199,10 +200,7 @@ def test_a_signal_to_ask_stops_its_command_and_ends_the_stored_turn_interrupted(
             process.kill()
     assert process.returncode == 128 + number, err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split(")")[1][:3]:
-        assert time.monotonic() < deadline, "the command outlived ask"
-        time.sleep(0.05)
+    wait_until(lambda: not alive(child), "the command to end with ask")
     store = SessionStore()
     (turn,) = store.turns(store.latest().id)
     assert turn.status == "cancelled", turn.status  # as Ctrl-C leaves it

@@ -1,5 +1,6 @@
-"""The core's contracts: ChatSession never leaves a turn running, the usage ledger is the one source of
-token totals, and keys shown to the user follow a `keymap:` remap."""
+"""The session's contracts: ChatSession never leaves a turn running, the usage ledger is the one source of
+token totals, the session starts its servers before the first call, and keys shown to the user follow a
+`keymap:` remap."""
 
 from __future__ import annotations
 
