@@ -117,10 +117,15 @@ def start_api(home: Path, *args: str, env: dict[str, str] | None = None, token: 
     return ApiProcess(proc, match.group(1), banner, lines, token or "")
 
 
+def wire_presets(base_url: str, more: str = "") -> str:
+    """The config of the `wire` and `wire-each` presets on the server at `base_url`; `more`: more presets (each
+    indented as a preset under `presets:`)."""
+    return WIRE_CONFIG.format(base_url=base_url, extra=WIRE_EACH.strip("\n") + more.rstrip("\n"))
+
+
 def configure(home: Path, llm_server: ScriptedServer, extra: str = "") -> None:
     """The `wire` and `wire-each` presets on `llm_server`; `extra`: more of the config, at its top level."""
-    presets = WIRE_CONFIG.format(base_url=llm_server.base_url, extra=WIRE_EACH.strip("\n"))
-    write_config(home, presets + textwrap.dedent(extra))
+    write_config(home, wire_presets(llm_server.base_url) + textwrap.dedent(extra))
 
 
 def client(api: ApiProcess, **kwargs: object) -> openai.OpenAI:

@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from api_helpers import WIRE_PRESETS, start_api
+from api_helpers import start_api, wire_presets
 from conftest import write_config
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
 from node_clients import QUIET
@@ -57,7 +57,7 @@ def main() -> None:
     secret = "SECRET-" + os.urandom(4).hex().upper()
     (project / "notes.txt").write_text(f"The word for today is {secret}.\n")
     llm = ScriptedServer()
-    write_config(home, WIRE_PRESETS.format(base_url=llm.base_url, extra=CLAUDE_PRESET))
+    write_config(home, wire_presets(llm.base_url, CLAUDE_PRESET))
 
     def cc_agg(body: dict[str, Any]) -> Reply:
         results = tool_results(body)

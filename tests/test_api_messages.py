@@ -14,7 +14,7 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-from api_helpers import WIRE_PRESETS, ApiProcess, client, configure, start_api
+from api_helpers import ApiProcess, client, configure, start_api, wire_presets
 from conftest import write_config
 from image_helpers import b64, png
 from moa_chat.providers.loopback_server import Reply, ScriptedToolCall
@@ -45,7 +45,7 @@ BLIND_REFERENCE = """
 
 @pytest.fixture
 def api(home: Path, llm_server: ScriptedServer) -> Iterator[ApiProcess]:
-    write_config(home, WIRE_PRESETS.format(base_url=llm_server.base_url, extra=BLIND_REFERENCE))
+    write_config(home, wire_presets(llm_server.base_url, BLIND_REFERENCE))
     server = start_api(home)
     yield server
     server.stop()
