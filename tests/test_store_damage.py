@@ -147,3 +147,28 @@ def test_the_store_refuses_every_write_once_its_check_finds_damage(home):
         store.add_prompt("anything")
     store.close()
     assert nothing_written(path, before)
+
+
+def test_a_damaged_store_still_reads_a_sessions_summary_and_learned_windows(home):
+    """Reads go on once damage is seen (only writes stop): a reopened compacted session still sends its summary,
+    and a learned window is still known. They were read inside a write transaction, and refused with it."""
+    from moa_chat.llm.windows import LearnedWindow
+
+    path = many_sessions(count=30)
+    store = SessionStore()
+    sid = store.sessions()[0].id
+    upto = store.path(sid, None)[-1].id
+    store.summaries.add(
+        sid, upto, "The user asked about caching.", after_message_id=upto, exchanges=10, tokens_before=900,
+        tokens_after=40, model="wire:agg",
+    )  # fmt: skip
+    store.model_facts.learn_window("wire", "agg", LearnedWindow(2048, 2100, None, 1.0))
+    store.close()
+    damage_a_page_of_messages(path)
+    damaged = SessionStore()
+    with pytest.raises(StoreError, match="is damaged"):
+        damaged.add_prompt("anything")  # the check at opening found the damage: nothing is written
+    found = damaged.summaries.latest_on(sid, [upto])
+    assert found is not None and found[0].text == "The user asked about caching."
+    assert damaged.model_facts.learned_window("wire", "agg") == LearnedWindow(2048, 2100, None, 1.0)
+    damaged.close()

@@ -24,10 +24,11 @@ Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
 class ModelFacts:
-    """Learned windows and calibrations; `connection()` gives a connection to use for one read or write."""
+    """Learned windows and calibrations; `writing()` gives a connection for one write (a transaction), `reading()`
+    one for a read."""
 
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
+    def __init__(self, writing: Connection, reading: Connection) -> None:
+        self._writing, self._reading = writing, reading
 
     @classmethod
     def reader(cls, path: Path) -> ModelFacts:
@@ -40,11 +41,11 @@ class ModelFacts:
                 connection.row_factory = sqlite3.Row
                 yield connection
 
-        return cls(read_only)
+        return cls(read_only, read_only)
 
     def _row(self, provider: str, model: str) -> sqlite3.Row | None:
         try:
-            with self._connection() as db:
+            with self._reading() as db:
                 row: sqlite3.Row | None = db.execute(
                     "SELECT * FROM model_facts WHERE provider = ? AND model = ?", (provider, model)
                 ).fetchone()
@@ -101,7 +102,7 @@ class ModelFacts:
         columns = ", ".join(values)
         updates = ", ".join(f"{column} = excluded.{column}" for column in values)
         marks = ", ".join("?" for _ in values)
-        with contextlib.suppress(StoreError), self._connection() as db:  # damaged: kept for this run only
+        with contextlib.suppress(StoreError), self._writing() as db:  # damaged: kept for this run only
             db.execute(
                 f"INSERT INTO model_facts (provider, model, {columns}) VALUES (?, ?, {marks})"
                 f" ON CONFLICT (provider, model) DO UPDATE SET {updates}",

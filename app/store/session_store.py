@@ -61,13 +61,24 @@ class SessionStore:
         self._db = connect(self.file)
         self._lock = threading.RLock()
         self.health = StoreHealth.watching(self.file)  # writes wait for its check, and stop once it finds damage
-        self.model_facts = ModelFacts(self.transaction)  # learned windows and token calibrations, per model
-        self.summaries = Summaries(self.transaction)
+        self.model_facts = ModelFacts(self.transaction, self.reading)  # learned windows and token calibrations
+        self.summaries = Summaries(self.transaction, self.reading)
 
     def close(self) -> None:
         self.health.stop()
         with self._lock:
             self._db.close()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for reads only (no transaction, no wait for the check made at opening); damage met
+        while reading is reported to the store's health."""
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -108,12 +119,8 @@ class SessionStore:
                 self._db.execute("ROLLBACK")
 
     def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            try:
-                return list(self._db.execute(sql, args))
-            except sqlite3.DatabaseError as exc:
-                self._raise_if_damaged(exc)
-                raise
+        with self.reading() as db:
+            return list(db.execute(sql, args))
 
     def _raise_if_damaged(self, exc: sqlite3.Error) -> None:
         if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):

@@ -31,8 +31,10 @@ class StoredSummary:
 
 
 class Summaries:
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
+    def __init__(self, writing: Connection, reading: Connection) -> None:
+        """`writing()` gives a connection for one write (a transaction), `reading()` one for a read: a damaged
+        database (store/health.py) refuses writes, and its summaries can still be read."""
+        self._writing, self._reading = writing, reading
 
     def add(
         self,
@@ -47,7 +49,7 @@ class Summaries:
         model: str,
     ) -> StoredSummary:
         created = time.time()
-        with self._connection() as db:
+        with self._writing() as db:
             cursor = db.execute(
                 "INSERT INTO summaries (session_id, upto_message_id, after_message_id, text, exchanges, tokens_before,"
                 " tokens_after, model, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -71,7 +73,7 @@ class Summaries:
 
     def of_session(self, session_id: str) -> list[StoredSummary]:
         """Every summary of the session, oldest first."""
-        with self._connection() as db:
+        with self._reading() as db:
             rows = db.execute("SELECT * FROM summaries WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
         return [_summary(row) for row in rows]
 
