@@ -98,3 +98,25 @@ def test_eval_reads_no_letter_from_an_echoed_marker() -> None:
     reply = f"{GUIDANCE_HEADER}\n{reference_heading(1, 'local:smollm2 #1')}\nA"
     assert check.extract(without_echoes(reply)) == "A"  # the lone letter the model wrote is still read
     assert check.read(without_echoes(f"{GUIDANCE_HEADER}\n{reference_heading(2, 'x:y')}")).value is None
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_reply_of_nothing_but_markers_is_an_empty_answer(home: Any, llm_server, retries: int) -> None:
+    """The aggregator copies only moa-chat's markers: nothing of it is an answer. It is asked again as an empty
+    answer is; with no retry left, the turn fails saying so (it ended "ok" with an empty reply)."""
+    from conftest import WIRE_CONFIG, write_config
+    from moa_chat.config import load_config
+
+    text = WIRE_CONFIG.format(base_url=llm_server.base_url, extra="").replace(
+        "max_retries: 0", f"max_retries: {retries}"
+    )
+    config = load_config(write_config(home, text))
+    markers = f"{GUIDANCE_HEADER}\n\n{reference_heading(1, 'wire:ref-a')}\n\n{GUIDANCE_END}\n"
+    llm_server.script("agg", [Reply(text=markers), Reply(text="The answer is 7.")])
+    result = tool_loop(config).run([{"role": "user", "content": "Which is prime?"}])
+    if retries:
+        assert (result.status, result.text) == ("ok", "The answer is 7."), result.error
+        assert len(llm_server.requests_for("agg")) == 2
+    else:
+        assert result.status == "failed" and result.text == ""
+        assert "only copied moa-chat's own marker lines" in str(result.error)

@@ -146,7 +146,7 @@ class ModelCall:
                     self.open()
                     self._reader.read(self._response, self.assembler, reading)
                     if not reading.abandoned():
-                        self._check_not_empty()
+                        self._check_not_empty(reading)
                     return
                 except ContextOverflow as exc:
                     # Never sent again as it is: the window it names is learned, and once, fitted to it.
@@ -167,7 +167,7 @@ class ModelCall:
                         continue
                     decision = self.policy.decide(
                         self.role,
-                        shown_text=bool(self.assembler.text),
+                        shown_text=bool(reading.answer_of(self.assembler.text)),  # markers are never shown
                         fault=fault_of(exc),
                         attempt=self.attempts,
                         restarts_left=restarts_left,
@@ -209,14 +209,17 @@ class ModelCall:
             return False
         return budget.learn(self.slot, overflow).tokens is not None
 
-    def _check_not_empty(self) -> None:
-        if self.assembler.text.strip() or self.assembler.tool_calls():
+    def _check_not_empty(self, reading: Reading) -> None:
+        text = self.assembler.text
+        if reading.answer_of(text).strip() or self.assembler.tool_calls():
             return
         finish = self.assembler.finish_reason
         why = {
             "length": ": max_tokens was used up before any answer text",
             "content_filter": ": stopped by the provider's content filter",
         }.get(finish or "", "")
+        if text.strip():
+            why = ": it only copied moa-chat's own marker lines" + (f", then {why[2:]}" if why else "")
         raise EmptyAnswer(
             f"returned an empty answer (finish reason: {finish}){why}",
             provider=self.slot.provider,

@@ -283,7 +283,11 @@ class MoAEngine:
             if visible := echoes.feed(text):
                 emit(ReplyDelta(visible))
 
-        reading = Reading(shown, on_reasoning=lambda text: emit(ReasoningDelta(call.label, "aggregator", text)))
+        reading = Reading(
+            shown,
+            on_reasoning=lambda text: emit(ReasoningDelta(call.label, "aggregator", text)),
+            answer_of=without_echoes,
+        )
         try:
             call.run(reading, fresh_reply=self.plan.restart_cut_reply, on_retry=retrying, on_restart=restarted)
         except Cancelled:

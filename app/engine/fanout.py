@@ -260,7 +260,8 @@ class FanOut:
                 self.env.emit(ReasoningDelta(ref.label, "reference", "".join(thought), ref.index))
                 thought.clear()
 
-        ref.call.run(Reading(progress, think, abandoned=lambda: ref.result is not None), on_retry=self.env.emit)
+        reading = Reading(progress, think, abandoned=lambda: ref.result is not None, answer_of=without_echoes)
+        ref.call.run(reading, on_retry=self.env.emit)
         report_thought()
         return True
 

@@ -35,12 +35,14 @@ TextSink = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Reading:
-    """Where one call's answer goes: its text, its thinking (None: not wanted), and a supervisor's word that
-    it no longer wants the rest (a reference dropped by a timeout or a quorum)."""
+    """Where one call's answer goes: its text, its thinking (None: not wanted), a supervisor's word that it no
+    longer wants the rest (a reference dropped by a timeout or a quorum), and what of the text is the answer
+    (`answer_of`: moa-chat's own marker lines, copied by the model, are not; a reply of nothing else is empty)."""
 
     on_text: TextSink
     on_reasoning: TextSink | None = None
     abandoned: Callable[[], bool] = lambda: False
+    answer_of: Callable[[str], str] = lambda text: text
 
 
 class StreamReader:
