@@ -126,15 +126,14 @@ async def test_escape_while_a_reply_drains_shows_the_rest_at_once_and_ends_the_t
 ):
     """The turn's thread is done and the reply's backlog is being shown batch by batch: Esc shows the rest in one
     batch, and the turn ends as it finished (not cancelled), with the whole text."""
-    monkeypatch.setattr(reply_pacer, "BATCH_CHARACTERS", (400, 400))  # a hundred frames' worth of backlog
+    # A character a batch: whatever the machine's speed, the screen falls behind the stream and the turn ends with
+    # a backlog (at 400 a batch, an app that drew fast enough kept up, and there was nothing to drain).
+    monkeypatch.setattr(reply_pacer, "BATCH_CHARACTERS", (1, 1))
     text = "".join(
         f"Paragraph {n} of an answer that arrives all at once, far faster than a screen shows it.\n\n"
         for n in range(500)
     )
-    # In five deltas: word by word (9,000 of them), a loaded machine streams it slower than the screen shows it,
-    # and there is no backlog to drain.
-    pieces = [text[start : start + 10_000] for start in range(0, len(text), 10_000)]
-    llm_server.script("agg", Reply(text=text, pieces=pieces))
+    llm_server.script("agg", Reply(text=text))
     app = make_app(wire_config(), "wire")
     async with app.run_test(size=(100, 30)) as pilot:
         frames = _frames(app)

@@ -172,6 +172,11 @@ async def _run(config: Config, preset: Preset, message: Any, ctx: Context) -> Tu
                 continue
             answered, total, line = waiter.result()
             await ctx.report_progress(answered, total, f"{answered} of {total} answered · {line}")
+        # The thread reported its last progress before its end (both reach the loop in order): sent before the
+        # result, not dropped when the end came in the same turn of the loop.
+        while not reports.empty():
+            answered, total, line = reports.get_nowait()
+            await ctx.report_progress(answered, total, f"{answered} of {total} answered · {line}")
         return done.result()
     except BaseException:  # cancelled by the client (or the server stops): the turn ends, its streams close
         threads.KEPT.start(cancel.cancel, "moa-mcp-cancel")

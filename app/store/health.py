@@ -50,9 +50,13 @@ class StoreHealth:
             with contextlib.closing(sqlite3.connect(self.path, timeout=CHECK_TIMEOUT)) as db:
                 with self._lock:
                     self._checking = db
-                if self._stopped.is_set():
-                    return
-                problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(3)")]
+                try:
+                    if self._stopped.is_set():
+                        return
+                    problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(3)")]
+                finally:
+                    with self._lock:  # before the connection closes: stop() never interrupts a closed one
+                        self._checking = None
             if problems != ["ok"]:
                 self.found("; ".join(problems))
         except sqlite3.DatabaseError as exc:
@@ -61,8 +65,6 @@ class StoreHealth:
             # Anything else (a lock held past the timeout, a passing I/O error) says nothing of the pages:
             # each write meets it, or not, for itself.
         finally:
-            with self._lock:
-                self._checking = None
             self._checked.set()
 
     def stop(self) -> None:
