@@ -61,14 +61,7 @@ class MessagesEndpoint:
             if exc.code == "rate_limit_exceeded":  # the panel is full: Anthropic's clients know this as 529
                 exc = ApiError(529, exc.message, kind="overloaded_error", code="overloaded", headers=exc.headers)
             return server.error(request, exc)
-        progress = parsed.progress if parsed.progress is not None else server.settings.progress
-        live = server.launch(parsed, preset, progress)
-        try:
-            if parsed.stream:
-                return await server.stream(request, live, note, progress, MessageFrames(parsed))
-            return await server.whole(request, parsed, live, note, message)
-        finally:
-            server.release(live)
+        return await server.answer(request, parsed, preset, MessageFrames(parsed), message)
 
 
 class MessageFrames:

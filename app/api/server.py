@@ -221,12 +221,25 @@ class ApiServer:
             preset = self.admit(note, parsed)
         except ApiError as exc:
             return self.error(request, exc)
+        return await self.answer(request, parsed, preset, ChatFrames(parsed), completion)
+
+    async def answer(
+        self,
+        request: web.Request,
+        parsed: CompletionRequest,
+        preset: Preset,
+        frames: StreamFrames,
+        shape: Callable[..., dict[str, object]],
+    ) -> web.StreamResponse:
+        """An admitted request's turn, run and answered in its wire's shape: streamed as `frames`, or whole as
+        `shape`; what still streams upstream is closed once the request is over."""
+        note = self.note_of(request)
         progress = parsed.progress if parsed.progress is not None else self.settings.progress
         live = self.launch(parsed, preset, progress)
         try:
             if parsed.stream:
-                return await self.stream(request, live, note, progress, ChatFrames(parsed))
-            return await self.whole(request, parsed, live, note)
+                return await self.stream(request, live, note, progress, frames)
+            return await self.whole(request, parsed, live, note, shape)
         finally:
             self.release(live)
 
