@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import waiting
 from conftest import WIRE_CONFIG, write_config
 from moa_chat.cli import main
 from moa_chat.config import load_config
@@ -219,6 +220,8 @@ def test_a_provider_cap_holds_however_many_workers(
     assert all(r["status"] == "ok" for r in runner.answers.values())
     assert runner.limiter.peak["wire"] == 2
     turns = [r for r in llm_server.requests if r.model in ("agg", "slow")]  # one per turn
+    # The server stamps a request's end after its last byte, which the client may have read first.
+    waiting.wait_until(lambda: all(r.finished_at is not None for r in turns), "every request's end stamped")
     assert _overlap(turns) <= 2
 
 
